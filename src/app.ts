@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Authenticator } from './auth/authenticator.ts';
+import type { Config } from './config.ts';
+import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts';
+import { requireBasicAuth } from './http/auth-hook.ts';
+import { healthRoutes } from './http/health-routes.ts';
+import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
+import { installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
+import { compileTextParameters } from './http/query-validator.ts';
+import { signatoryRoutes } from './http/signatory-routes.ts';
+import { SignatoryLookup } from './services/signatory-lookup.ts';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface AppOptions {
+  /** Where logs go; defaults to standard output. */
+  logStream?: NodeJS.WritableStream;
+  /** Clock for time-dependent rules (login back-off); tests move it. */
+  now?: () => number;
+}
+
+/**
+ * Builds the whole service: database (migrated), services, routes, OpenAPI.
+ * The server, the tests and the benchmarks all use this one function.
+ */
+export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
+  const database = openDatabase(config);
+  try {
+    await migrateToLatest(database.db);
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  return createServer(config, database, options);
+}
+
+async function createServer(config: Config, database: DatabaseHandle, options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      ...(options.logStream !== undefined ? { stream: options.logStream } : {}),
+    },
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onClose', async () => database.close());
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.setValidatorCompiler(compileTextParameters);
+  installProblemHandlers(app);
+  const addMethodNotAllowed = watchAllowedMethods(app, DOCS_PREFIX);
+  await registerOpenApi(app, VERSION);
+
+  const lookup = new SignatoryLookup(database.db, config.maxPageSize);
+  const authenticator = new Authenticator(database.db, config.login, options.now);
+
+  await app.register(healthRoutes, {
+    isReady: async () => {
+      try {
+        await database.ping();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  });
+  await app.register(
+    async (admin) => {
+      admin.addHook('onSend', async (_request, reply) => {
+        reply.header('cache-control', 'no-store');
+      });
+      requireBasicAuth(admin, authenticator);
+      await admin.register(signatoryRoutes, { lookup });
+    },
+    { prefix: API_PREFIX },
+  );
+  await registerOpenApiRoutes(app);
+  await app.register(addMethodNotAllowed);
+  return app;
+}

@@ -1,0 +1,100 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { LoginPolicy } from '../config.ts';
+import type { Database } from '../db/tables.ts';
+import { parseBasicAuthorization } from '../domain/basic-auth.ts';
+import { findCredential, type CredentialScope } from '../repositories/credential-repository.ts';
+import { LruCache } from '../services/lru-cache.ts';
+import { LoginThrottle } from './login-throttle.ts';
+import { DECOY_HASH, verifyPassword } from './password-hash.ts';
+
+/** The result of checking an Authorization header. */
+export type AuthOutcome =
+  | { kind: 'authenticated'; username: string; scope: CredentialScope }
+  | { kind: 'missing' }
+  | { kind: 'malformed' }
+  | { kind: 'rejected'; delayMs: number }
+  | { kind: 'throttled'; retryAfterSeconds: number };
+
+interface VerifiedEntry {
+  /** The stored hash the password was verified against: a changed credential no longer matches. */
+  passwordHash: string;
+  expiresAt: number;
+}
+
+const VERIFIED_CACHE_ENTRIES = 10_000;
+
+/**
+ * Checks Basic credentials against the credential table. The credential row is
+ * read on every request, so revoking or changing it takes effect at once; only
+ * the slow hash is skipped for a password verified against that same row
+ * within the last few seconds. Cache keys are HMACs under a per-process secret,
+ * so the cache never holds a password or a fast hash of one.
+ */
+export class Authenticator {
+  readonly #db: Kysely<Database>;
+  readonly #policy: LoginPolicy;
+  readonly #now: () => number;
+  readonly #throttle: LoginThrottle;
+  readonly #verified = new LruCache<string, VerifiedEntry>(VERIFIED_CACHE_ENTRIES);
+  readonly #inFlight = new Map<string, Promise<boolean>>();
+  readonly #cacheSecret = randomBytes(32);
+
+  constructor(db: Kysely<Database>, policy: LoginPolicy, now: () => number = Date.now) {
+    this.#db = db;
+    this.#policy = policy;
+    this.#now = now;
+    this.#throttle = new LoginThrottle(policy, now);
+  }
+
+  /** Authenticates the value of an Authorization header. */
+  async authenticate(header: string | undefined): Promise<AuthOutcome> {
+    if (header === undefined || header === '') return { kind: 'missing' };
+    const credentials = parseBasicAuthorization(header);
+    if (credentials === undefined) return { kind: 'malformed' };
+    const { username, password } = credentials;
+
+    const verdict = this.#throttle.check(username);
+    if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
+
+    const row = await findCredential(this.#db, username);
+    const cacheKey = createHmac('sha256', this.#cacheSecret).update(username).update('\0').update(password).digest('base64');
+    const cached = this.#verified.get(cacheKey);
+    if (row !== undefined && cached !== undefined && cached.expiresAt > this.#now() && sameString(cached.passwordHash, row.passwordHash)) {
+      return { kind: 'authenticated', username, scope: row.scope };
+    }
+
+    const storedHash = row?.passwordHash ?? (await DECOY_HASH);
+    const valid = await this.#verifyOnce(cacheKey + storedHash, password, storedHash);
+    if (!valid || row === undefined) return { kind: 'rejected', delayMs: this.#throttle.recordFailure(username) };
+
+    this.#throttle.recordSuccess(username);
+    if (this.#policy.verifiedCacheSeconds > 0) {
+      this.#verified.set(cacheKey, {
+        passwordHash: storedHash,
+        expiresAt: this.#now() + this.#policy.verifiedCacheSeconds * 1000,
+      });
+    }
+    return { kind: 'authenticated', username, scope: row.scope };
+  }
+
+  /** Runs one hash for concurrent identical attempts instead of one each. */
+  #verifyOnce(key: string, password: string, storedHash: string): Promise<boolean> {
+    const running = this.#inFlight.get(key);
+    if (running !== undefined) return running;
+    const verification = verifyPassword(password, storedHash).finally(() => this.#inFlight.delete(key));
+    this.#inFlight.set(key, verification);
+    return verification;
+  }
+}
+
+/** Whether a credential scope covers an organization. */
+export function scopeIncludes(scope: CredentialScope, orgId: string): boolean {
+  return scope === '*' || scope.includes(orgId);
+}
+
+function sameString(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

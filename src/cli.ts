@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs';
+import { loadConfig, ConfigError, type Config } from './config.ts';
+import { migrateToLatest, openDatabase } from './db/database.ts';
+import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
+import { ID_PATTERN, parseDirectoryFile, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
+import { hashPassword } from './auth/password-hash.ts';
+import { deleteCredential, upsertCredential } from './repositories/credential-repository.ts';
+import { ImportRejected, importDirectory } from './services/directory-import.ts';
+import { serve } from './server.ts';
+
+const USAGE = `Usage: signroom <command>
+
+Commands:
+  serve [--demo]               Migrate the database and serve the API (--demo loads the demo data first)
+  migrate                      Bring the database schema up to date
+  import FILE.json             Upsert organizations, users, rooms and credentials from a directory file
+  demo                         Load the demo organization "demo" and the credential ${DEMO_USERNAME} / ${DEMO_PASSWORD}
+  credential set USER ORGS     Create or change a credential; ORGS is "*" or a comma-separated list of
+                               organization ids; the password is read from SIGNROOM_PASSWORD or standard input
+  credential revoke USER       Delete a credential (takes effect at once)
+  help                         Show this text
+
+Configuration comes from environment variables (see README).`;
+
+/** Thrown for a bad command line: printed with the usage, exit status 2. */
+class UsageError extends Error {}
+
+async function withDatabase<T>(config: Config, work: (db: ReturnType<typeof openDatabase>['db']) => Promise<T>): Promise<T> {
+  const handle = openDatabase(config);
+  try {
+    await migrateToLatest(handle.db);
+    return await work(handle.db);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function runImport(config: Config, result: ValidationResult): Promise<number> {
+  if (!result.ok) return reportProblems(result.problems);
+  try {
+    const counts = await withDatabase(config, (db) => importDirectory(db, result.file));
+    console.log(
+      `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
+        `with ${counts.members} member(s), ${counts.credentials} credential(s)`,
+    );
+    return 0;
+  } catch (error) {
+    if (error instanceof ImportRejected) return reportProblems(error.problems);
+    throw error;
+  }
+}
+
+function reportProblems(problems: { path: string; message: string }[]): number {
+  for (const problem of problems) console.error(`${problem.path}: ${problem.message}`);
+  console.error(`${problems.length} problem(s) found; nothing was changed.`);
+  return 1;
+}
+
+async function readPassword(): Promise<string> {
+  const fromEnv = process.env['SIGNROOM_PASSWORD'];
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const password = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  if (password === '') throw new UsageError('no password: set SIGNROOM_PASSWORD or pipe it on standard input');
+  return password;
+}
+
+async function credentialCommand(config: Config, args: string[]): Promise<number> {
+  const [action, username, orgs] = args;
+  if (action === 'revoke' && username !== undefined) {
+    const existed = await withDatabase(config, (db) => deleteCredential(db, username));
+    console.log(existed ? `revoked credential "${username}"` : `no credential "${username}"`);
+    return existed ? 0 : 1;
+  }
+  if (action === 'set' && username !== undefined && orgs !== undefined) {
+    const scope = orgs === '*' ? '*' : orgs.split(',').map((id) => id.trim());
+    if (scope !== '*' && !scope.every((id) => ID_PATTERN.test(id))) throw new UsageError(`bad organization list "${orgs}"`);
+    const check = validateDirectoryFile({ credentials: [{ username, password: 'x', organizations: scope }] });
+    if (!check.ok) return reportProblems(check.problems);
+    const passwordHash = await hashPassword(await readPassword());
+    await withDatabase(config, (db) => upsertCredential(db, { username, passwordHash, scope }));
+    console.log(`credential "${username}" set`);
+    return 0;
+  }
+  throw new UsageError('expected: credential set USER ORGS | credential revoke USER');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'serve': {
+      if (args.includes('--demo')) {
+        const code = await runImport(config, validateDirectoryFile(demoDirectory()));
+        if (code !== 0) return code;
+      }
+      await serve(config);
+      return -1;
+    }
+    case 'migrate': {
+      const result = await withDatabase(config, async () => undefined);
+      console.log('database schema is up to date');
+      return result ?? 0;
+    }
+    case 'import': {
+      const [file] = args;
+      if (file === undefined) throw new UsageError('import needs a file: signroom import FILE.json');
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch (error) {
+        console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+        return 1;
+      }
+      return runImport(config, parseDirectoryFile(text));
+    }
+    case 'demo': {
+      const code = await runImport(config, validateDirectoryFile(demoDirectory()));
+      if (code === 0) {
+        console.log(`demo credential: ${DEMO_USERNAME} / ${DEMO_PASSWORD} (organization "demo", rooms "board" and "contracts")`);
+      }
+      return code;
+    }
+    case 'credential':
+      return credentialCommand(config, args);
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      console.error(`signroom: ${error.message}\n\n${USAGE}`);
+      process.exitCode = 2;
+    } else if (error instanceof ConfigError) {
+      console.error(`signroom: configuration error: ${error.message}`);
+      process.exitCode = 2;
+    } else {
+      console.error('signroom:', error);
+      process.exitCode = 1;
+    }
+  },
+);

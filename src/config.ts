@@ -1,0 +1,98 @@
+import path from 'node:path';
+
+/** Everything the service reads from its environment, validated once at start. */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly maxPageSize: number;
+  readonly maxDocumentBytes: number;
+  readonly thumbnailWidth: number;
+  readonly logLevel: string;
+  readonly login: LoginPolicy;
+}
+
+/** How failed logins for one username are slowed down and then refused. */
+export interface LoginPolicy {
+  /** Failures (within the lock window) after which the username answers 429. */
+  readonly maxFailures: number;
+  /** Length of the failure window and of the lock, in seconds. */
+  readonly lockSeconds: number;
+  /** How long a verified credential is trusted without re-hashing, in seconds. */
+  readonly verifiedCacheSeconds: number;
+}
+
+/** A configuration problem, naming the variable so an operator can fix it. */
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+    this.variable = variable;
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+  const config: Config = {
+    host: nonEmpty(env, 'HOST', '127.0.0.1'),
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    dataDir: path.resolve(cwd, nonEmpty(env, 'SIGNROOM_DATA_DIR', './data')),
+    databaseUrl: databaseUrl(env),
+    maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
+    maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
+    thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),
+    logLevel: oneOf(env, 'SIGNROOM_LOG_LEVEL', 'info', LOG_LEVELS),
+    login: Object.freeze({
+      maxFailures: integer(env, 'SIGNROOM_LOGIN_MAX_FAILURES', 5, 1, 1000),
+      lockSeconds: integer(env, 'SIGNROOM_LOGIN_LOCK_SECONDS', 300, 1, 86_400),
+      verifiedCacheSeconds: integer(env, 'SIGNROOM_AUTH_CACHE_SECONDS', 60, 0, 3600),
+    }),
+  };
+  return Object.freeze(config);
+}
+
+function raw(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function nonEmpty(env: Env, name: string, fallback: string): string {
+  return raw(env, name) ?? fallback;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value)) throw new ConfigError(name, `must be a whole number, got "${value}"`);
+  const n = Number(value);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function oneOf(env: Env, name: string, fallback: string, allowed: readonly string[]): string {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${value}"`);
+  return value;
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const value = raw(env, 'DATABASE_URL');
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'is not a valid URL (expected postgres://user:password@host:port/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `must start with postgres:// (got ${url.protocol}//)`);
+  }
+  return value;
+}

@@ -1,0 +1,25 @@
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+
+/**
+ * The SQL that differs between databases, in one place. Only SQLite is
+ * implemented so far; a PostgreSQL variant will sit beside each function.
+ */
+
+/** How many search terms are tested as direct conditions before the rest go through one array parameter. */
+const DIRECT_TERMS = 4;
+
+/**
+ * True when every term is a substring of `column` (binary, case-sensitive: both
+ * sides are already folded). Beyond a few terms they are passed as one JSON
+ * array, so a 10,000-character query with thousands of terms stays one bound
+ * parameter and a shallow expression.
+ */
+export function containsAllTerms(column: Expression<string>, terms: readonly string[]): RawBuilder<SqlBool>[] {
+  const direct = terms.slice(0, DIRECT_TERMS).map((term) => sql<SqlBool>`instr(${column}, ${term}) > 0`);
+  const rest = terms.slice(DIRECT_TERMS);
+  if (rest.length === 0) return direct;
+  return [
+    ...direct,
+    sql<SqlBool>`not exists (select 1 from json_each(${JSON.stringify(rest)}) as term where instr(${column}, term.value) = 0)`,
+  ];
+}

@@ -1,0 +1,81 @@
+import type { Kysely } from 'kysely';
+
+// Frozen in time: never import application code here.
+
+export async function up(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('organizations')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('external_signatories', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('directory_version', 'integer', (c) => c.notNull().defaultTo(1))
+    .execute();
+
+  await db.schema
+    .createTable('users')
+    .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id'))
+    .addColumn('id', 'text', (c) => c.notNull())
+    .addColumn('firstname', 'text')
+    .addColumn('lastname', 'text')
+    .addColumn('email', 'text', (c) => c.notNull())
+    .addColumn('email_lower', 'text', (c) => c.notNull())
+    .addColumn('external', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('status', 'text', (c) => c.notNull().defaultTo('active'))
+    .addColumn('needs_invite', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('firstname_key', 'text', (c) => c.notNull())
+    .addColumn('lastname_key', 'text', (c) => c.notNull())
+    .addColumn('email_key', 'text', (c) => c.notNull())
+    .addColumn('search_key', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('users_pk', ['org_id', 'id'])
+    .execute();
+  await db.schema.createIndex('users_email_unique').unique().on('users').columns(['org_id', 'email_lower']).execute();
+  // One index per sort field, in the contract's full sort-key order, so every
+  // page is read in order from an index (either direction) without sorting.
+  await db.schema
+    .createIndex('users_by_lastname')
+    .on('users')
+    .columns(['org_id', 'lastname_key', 'firstname_key', 'email_key', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('users_by_firstname')
+    .on('users')
+    .columns(['org_id', 'firstname_key', 'lastname_key', 'email_key', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('users_by_email')
+    .on('users')
+    .columns(['org_id', 'email_key', 'lastname_key', 'firstname_key', 'id'])
+    .execute();
+
+  await db.schema
+    .createTable('rooms')
+    .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id'))
+    .addColumn('id', 'text', (c) => c.notNull())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('rooms_pk', ['org_id', 'id'])
+    .execute();
+
+  await db.schema
+    .createTable('room_members')
+    .addColumn('org_id', 'text', (c) => c.notNull())
+    .addColumn('room_id', 'text', (c) => c.notNull())
+    .addColumn('user_id', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('room_members_pk', ['org_id', 'room_id', 'user_id'])
+    .addForeignKeyConstraint('room_members_room_fk', ['org_id', 'room_id'], 'rooms', ['org_id', 'id'])
+    .addForeignKeyConstraint('room_members_user_fk', ['org_id', 'user_id'], 'users', ['org_id', 'id'])
+    .execute();
+
+  await db.schema
+    .createTable('credentials')
+    .addColumn('username', 'text', (c) => c.primaryKey())
+    .addColumn('password_hash', 'text', (c) => c.notNull())
+    .addColumn('organizations', 'text', (c) => c.notNull())
+    .addColumn('updated_at', 'text', (c) => c.notNull())
+    .execute();
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  for (const table of ['credentials', 'room_members', 'rooms', 'users', 'organizations']) {
+    await db.schema.dropTable(table).execute();
+  }
+}

@@ -1,0 +1,72 @@
+/** Spring Data page arithmetic (contract section 3), as pure functions. */
+
+export interface PageRequest {
+  /** Zero-based page index. */
+  page: number;
+  /** Effective page size, already clamped to the maximum. */
+  size: number;
+}
+
+/** The page size actually used: the requested one clamped to the maximum (Spring's convention). */
+export function effectivePageSize(requested: number, maxPageSize: number): number {
+  return Math.min(requested, maxPageSize);
+}
+
+/** Row offset of the first element of a page. */
+export function pageOffset(request: PageRequest): number {
+  return request.page * request.size;
+}
+
+export interface SortDescription {
+  empty: boolean;
+  sorted: boolean;
+  unsorted: boolean;
+}
+
+export interface Page<T> {
+  content: T[];
+  empty: boolean;
+  first: boolean;
+  last: boolean;
+  number: number;
+  numberOfElements: number;
+  size: number;
+  totalElements: number;
+  totalPages: number;
+  sort: SortDescription;
+  pageable: {
+    offset: number;
+    pageNumber: number;
+    pageSize: number;
+    paged: boolean;
+    unpaged: boolean;
+    sort: SortDescription;
+  };
+}
+
+const SORTED: SortDescription = { empty: false, sorted: true, unsorted: false };
+
+/** Wraps one page of results in the Spring Data page shape. */
+export function toPage<T>(content: T[], request: PageRequest, totalElements: number): Page<T> {
+  const totalPages = Math.ceil(totalElements / request.size);
+  return {
+    content,
+    empty: content.length === 0,
+    first: request.page === 0,
+    last: request.page + 1 >= totalPages,
+    number: request.page,
+    numberOfElements: content.length,
+    size: request.size,
+    totalElements,
+    totalPages,
+    sort: { ...SORTED },
+    pageable: {
+      offset: pageOffset(request),
+      pageNumber: request.page,
+      pageSize: request.size,
+      paged: true,
+      unpaged: false,
+      sort: { ...SORTED },
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * Who is a candidate signatory and which filters apply (contract section 3).
+ * Pure rules: the repository turns a SignatoryFilter into SQL.
+ */
+
+export const PURPOSES = [
+  'SIGNING_REQUEST_SIGNATORY',
+  'SIGNATORY_INVITATION',
+  'PERMISSION_INVITATION',
+  'SIGNING_REQUEST_DELIVERY_RECIPIENT',
+] as const;
+export type Purpose = (typeof PURPOSES)[number];
+
+export const SORT_FIELDS = ['firstname', 'lastname', 'email'] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+
+export const SORT_DIRECTIONS = ['ASC', 'DESC'] as const;
+export type SortDirection = (typeof SORT_DIRECTIONS)[number];
+
+/** Conditions on a candidate, all combined with AND; an absent one does not filter. */
+export interface SignatoryFilter {
+  roomMember?: boolean;
+  requiresInvitation?: boolean;
+  /** Only `false` is ever used: PERMISSION_INVITATION excludes external users. */
+  external?: false;
+}
+
+/** The filter a request asks for: `purpose` wins over the deprecated flags. */
+export function signatoryFilter(request: {
+  purpose?: Purpose | undefined;
+  roomMember?: boolean | undefined;
+  requiresInvitation?: boolean | undefined;
+}): SignatoryFilter {
+  switch (request.purpose) {
+    case 'SIGNING_REQUEST_SIGNATORY':
+      return { roomMember: true };
+    case 'SIGNATORY_INVITATION':
+      return { roomMember: false };
+    case 'PERMISSION_INVITATION':
+      return { roomMember: false, external: false };
+    case 'SIGNING_REQUEST_DELIVERY_RECIPIENT':
+      return {};
+    case undefined: {
+      const filter: SignatoryFilter = {};
+      if (request.roomMember !== undefined) filter.roomMember = request.roomMember;
+      if (request.requiresInvitation !== undefined) filter.requiresInvitation = request.requiresInvitation;
+      return filter;
+    }
+  }
+}
+
+/** Whether a user who is not a room member must be invited: external or not yet activated. */
+export function needsInvitation(user: { external: boolean; status: 'active' | 'pending' }): boolean {
+  return user.external || user.status === 'pending';
+}
+
+/** `requiresInvitation` of a candidate relative to a room. */
+export function requiresInvitation(roomMember: boolean, needsInvite: boolean): boolean {
+  return !roomMember && needsInvite;
+}
+
+/** `displayName`: first and last name joined by one space, nulls left out; the email when both are empty. */
+export function displayName(user: { firstname: string | null; lastname: string | null; email: string }): string {
+  const name = [user.firstname, user.lastname].filter((part) => part !== null && part !== '').join(' ');
+  return name === '' ? user.email : name;
+}
+
+/** The sort key columns, most significant first, for a `sortBy` field (id breaks ties last). */
+export function sortKeyOrder(sortBy: SortField): SortField[] {
+  const rest: SortField[] = ['lastname', 'firstname', 'email'];
+  return [sortBy, ...rest.filter((field) => field !== sortBy)];
+}

@@ -1,0 +1,73 @@
+/**
+ * The one registry of problem codes. Every error the API sends is one of these,
+ * as RFC 9457 problem details with the stable `code`. README's error table lists
+ * them all (a test fails when one is missing there).
+ */
+export const PROBLEMS = {
+  'invalid-parameter': { status: 400, title: 'Invalid request parameters' },
+  'malformed-request': { status: 400, title: 'Malformed request' },
+  unauthorized: { status: 401, title: 'Authentication required' },
+  forbidden: { status: 403, title: 'Not allowed for this organization' },
+  'route-not-found': { status: 404, title: 'No such resource' },
+  'organization-not-found': { status: 404, title: 'Organization not found' },
+  'room-not-found': { status: 404, title: 'Signing room not found' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'payload-too-large': { status: 413, title: 'Request too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'too-many-requests': { status: 429, title: 'Too many failed logins' },
+  'internal-error': { status: 500, title: 'Internal server error' },
+  'service-unavailable': { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemCode = keyof typeof PROBLEMS;
+
+/** One bad request parameter, as listed in a 400's `errors[]`. */
+export interface ParameterError {
+  parameter: string;
+  message: string;
+}
+
+/** An RFC 9457 problem details body as sent on the wire. */
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: ProblemCode;
+  errors?: ParameterError[];
+}
+
+/** Builds the `type` URI of a problem code. */
+export function problemType(code: ProblemCode): string {
+  return `urn:signroom:problem:${code}`;
+}
+
+/** An error that leaves the API as the problem `code` with a human `detail`. */
+export class ProblemError extends Error {
+  readonly code: ProblemCode;
+  readonly statusCode: number;
+  readonly errors: ParameterError[] | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ProblemCode,
+    detail: string,
+    options: { errors?: ParameterError[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = 'ProblemError';
+    this.code = code;
+    this.statusCode = PROBLEMS[code].status;
+    this.errors = options.errors;
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** The problem body for `code` at `instance` (the request path). */
+export function problemBody(code: ProblemCode, detail: string, instance: string, errors?: ParameterError[]): ProblemBody {
+  const { status, title } = PROBLEMS[code];
+  const body: ProblemBody = { type: problemType(code), title, status, detail, instance, code };
+  if (errors !== undefined) body.errors = errors;
+  return body;
+}

@@ -1,0 +1,61 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
+import { sendProblem } from './problem-handlers.ts';
+
+export const WWW_AUTHENTICATE = 'Basic realm="signroom", charset="UTF-8"';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated credential's username (set by the auth hook). */
+    username?: string;
+  }
+}
+
+const CHALLENGE = { 'www-authenticate': WWW_AUTHENTICATE };
+
+/**
+ * Requires Basic auth on every route of the scope, then checks that the
+ * credential covers the path's organization: 401 (or 429), then 403, both
+ * before parameters are validated.
+ */
+export function requireBasicAuth(scope: FastifyInstance, authenticator: Authenticator): void {
+  scope.addHook('onRequest', async (request, reply) => {
+    const outcome = await authenticator.authenticate(request.headers.authorization);
+    switch (outcome.kind) {
+      case 'missing':
+        return sendProblem(reply, 'unauthorized', 'This API needs HTTP Basic authentication.', { headers: CHALLENGE });
+      case 'malformed':
+        return sendProblem(reply, 'unauthorized', 'The Authorization header is not valid HTTP Basic credentials.', {
+          headers: CHALLENGE,
+        });
+      case 'rejected':
+        if (outcome.delayMs > 0) await delay(outcome.delayMs);
+        return sendProblem(reply, 'unauthorized', 'Unknown username or wrong password.', { headers: CHALLENGE });
+      case 'throttled':
+        return sendProblem(
+          reply,
+          'too-many-requests',
+          `Too many failed logins for this username; try again in ${outcome.retryAfterSeconds} s.`,
+          { headers: { 'retry-after': String(outcome.retryAfterSeconds) } },
+        );
+      case 'authenticated': {
+        request.username = outcome.username;
+        const orgId = organizationOf(request);
+        if (orgId !== undefined && !scopeIncludes(outcome.scope, orgId)) {
+          return sendProblem(reply, 'forbidden', `This credential is not allowed to act on organization "${orgId}".`);
+        }
+        return undefined;
+      }
+    }
+  });
+}
+
+function organizationOf(request: FastifyRequest): string | undefined {
+  const params = request.params as Record<string, unknown> | undefined;
+  const orgId = params?.['organizationId'];
+  return typeof orgId === 'string' ? orgId : undefined;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

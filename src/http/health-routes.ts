@@ -1,0 +1,37 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { problemResponses } from '../schemas/problem.ts';
+import { sendProblem } from './problem-handlers.ts';
+
+const Status = Type.Object({ status: Type.String() });
+
+/** `/livez` (the process runs) and `/readyz` (the process can serve: database reachable). */
+export const healthRoutes: FastifyPluginAsyncTypebox<{ isReady: () => Promise<boolean> }> = async (app, { isReady }) => {
+  app.get(
+    '/livez',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness: 200 while the process runs',
+        security: [],
+        response: { 200: Status },
+      },
+    },
+    async () => ({ status: 'live' }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: 200 when the database is migrated and reachable, 503 otherwise',
+        security: [],
+        response: { 200: Status, ...problemResponses(503) },
+      },
+    },
+    async (_request, reply) => {
+      if (await isReady()) return { status: 'ready' };
+      return sendProblem(reply, 'service-unavailable', 'The database is not reachable.');
+    },
+  );
+};

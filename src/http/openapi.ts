@@ -1,0 +1,43 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+
+export const API_PREFIX = '/admin/api/v3';
+export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
+export const DOCS_PREFIX = '/docs';
+
+/** Collects the route schemas into an OpenAPI 3.1 document. Register before any route. */
+export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'signroom administration API',
+        version,
+        description:
+          'Signing-room administration: signatory lookup and documents. Every error is RFC 9457 problem details ' +
+          '(application/problem+json) with a stable `code`.',
+      },
+      components: { securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' } } },
+      security: [{ basicAuth: [] }],
+      tags: [
+        { name: 'signatories', description: 'Who can be chosen for a signing room' },
+        { name: 'operations', description: 'Health and API description (no authentication)' },
+      ],
+    },
+  });
+}
+
+/** Serves the document as JSON and the interactive docs at /docs. Register after the routes. */
+export async function registerOpenApiRoutes(app: FastifyInstance): Promise<void> {
+  app.get(
+    OPENAPI_PATH,
+    { schema: { hide: true } },
+    async (_request, reply) => reply.header('cache-control', 'no-cache').send(app.swagger()),
+  );
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+    staticCSP: true,
+  });
+}

@@ -1,0 +1,98 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { PROBLEMS, ProblemError, problemBody, type ParameterError, type ProblemCode } from '../errors.ts';
+
+/** Sends a problem details response. */
+export function sendProblem(
+  reply: FastifyReply,
+  code: ProblemCode,
+  detail: string,
+  options: { errors?: ParameterError[] | undefined; headers?: Readonly<Record<string, string>> } = {},
+): FastifyReply {
+  const body = problemBody(code, detail, instanceOf(reply.request), options.errors);
+  return reply
+    .code(PROBLEMS[code].status)
+    .headers({ ...options.headers, 'content-type': 'application/problem+json; charset=utf-8' })
+    .send(body);
+}
+
+function instanceOf(request: FastifyRequest): string {
+  const url = request.url;
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
+
+/** Fastify's own client errors, mapped to our codes. */
+const FASTIFY_CODES: Record<string, ProblemCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported-media-type',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload-too-large',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'malformed-request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'malformed-request',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'malformed-request',
+  FST_ERR_CTP_INVALID_TYPE: 'malformed-request',
+};
+
+/**
+ * Every error leaves through here as problem details. Client errors keep their
+ * message; anything else is a generic 500 whose detail is only in the log.
+ */
+export function installProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | ProblemError, request, reply) => {
+    if (error instanceof ProblemError) {
+      return sendProblem(reply, error.code, error.message, { errors: error.errors, headers: error.headers });
+    }
+    const mapped = error.code !== undefined ? FASTIFY_CODES[error.code] : undefined;
+    if (mapped !== undefined) return sendProblem(reply, mapped, error.message);
+    if (error.validation !== undefined) {
+      const errors = error.validation.map((issue) => ({
+        parameter: issue.instancePath.replace(/^\//, '').replaceAll('/', '.') || String(issue.params?.['missingProperty'] ?? error.validationContext ?? 'body'),
+        message: issue.message ?? 'is invalid',
+      }));
+      return sendProblem(reply, 'invalid-parameter', error.message, { errors });
+    }
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      return sendProblem(reply, 'malformed-request', error.message);
+    }
+    request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, 'internal-error', 'The server could not complete the request. The request id in the x-request-id header identifies it in the log.');
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    sendProblem(reply, 'route-not-found', `No resource at ${request.method} ${instanceOf(request)}.`);
+  });
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * Answers 405 with an Allow header for a known path asked with another method.
+ * Call before any route is added: it watches routes as they are registered.
+ * Register the plugin it returns after the last route. Routes under
+ * `skipPrefix` (the docs UI, which manages its own paths) are left alone.
+ */
+export function watchAllowedMethods(app: FastifyInstance, skipPrefix: string): (scope: FastifyInstance) => Promise<void> {
+  const allowed = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed === true) return;
+    if (route.url.startsWith(skipPrefix)) return;
+    const methods = allowed.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    allowed.set(route.url, methods);
+  });
+  return async (scope) => {
+    for (const [url, methods] of allowed) {
+      const others = METHODS.filter((method) => !methods.has(method));
+      if (others.length === 0) continue;
+      const allow = [...methods].sort().join(', ');
+      scope.route({
+        method: others,
+        url,
+        config: { methodNotAllowed: true },
+        schema: { hide: true },
+        handler: (request, reply) =>
+          sendProblem(reply, 'method-not-allowed', `${request.method} is not allowed here; use ${allow}.`, {
+            headers: { allow },
+          }),
+      });
+    }
+  };
+}

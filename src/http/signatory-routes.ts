@@ -1,0 +1,29 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { problemResponses } from '../schemas/problem.ts';
+import { LookupQuery, RoomPathParams, SignatoryPage } from '../schemas/signatory-lookup.ts';
+import type { LookupRequest, SignatoryLookup } from '../services/signatory-lookup.ts';
+
+/** Seed operation 1: GET …/signatories/lookup. */
+export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLookup }> = async (app, { lookup }) => {
+  app.get(
+    '/organizations/:organizationId/rooms/:signingRoomId/signatories/lookup',
+    {
+      schema: {
+        operationId: 'lookupSignatories',
+        tags: ['signatories'],
+        summary: 'Search the users who can be chosen as signatories of a signing room',
+        description:
+          'Candidates are the organization\'s users (external ones only when the organization allows external ' +
+          'signatories), filtered, ordered by a total order (sortBy, then lastname, firstname, email, id; folded, ' +
+          'code-point order) and paged Spring-Data style.',
+        params: RoomPathParams,
+        querystring: LookupQuery,
+        response: { 200: SignatoryPage, ...problemResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const { organizationId, signingRoomId } = request.params;
+      return lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest);
+    },
+  );
+};

@@ -1,0 +1,103 @@
+import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { containsAllTerms } from '../db/dialect-sql.ts';
+import type { Database } from '../db/tables.ts';
+import { sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../domain/signatory-rules.ts';
+
+/** Everything that decides which candidates match, independent of paging. */
+export interface CandidateCriteria {
+  orgId: string;
+  roomId: string;
+  /** The organization's `externalSignatories` setting. */
+  includeExternal: boolean;
+  filter: SignatoryFilter;
+  /** Folded search terms, each of which must match. */
+  terms: readonly string[];
+}
+
+export interface SignatoryRow {
+  id: string;
+  firstname: string | null;
+  lastname: string | null;
+  email: string;
+  needsInvite: boolean;
+  roomMember: boolean;
+}
+
+const SORT_COLUMNS = {
+  lastname: 'u.lastname_key',
+  firstname: 'u.firstname_key',
+  email: 'u.email_key',
+} as const satisfies Record<SortField, string>;
+
+type Users = ExpressionBuilder<Database & { u: Database['users'] }, 'u'>;
+
+function isRoomMember(eb: Users, roomId: string) {
+  return eb.exists(
+    eb
+      .selectFrom('room_members as m')
+      .select(sql`1`.as('one'))
+      .whereRef('m.org_id', '=', 'u.org_id')
+      .where('m.room_id', '=', roomId)
+      .whereRef('m.user_id', '=', 'u.id'),
+  );
+}
+
+function candidates(db: Kysely<Database>, criteria: CandidateCriteria) {
+  const { filter, roomId } = criteria;
+  let query = db.selectFrom('users as u').where('u.org_id', '=', criteria.orgId);
+  if (!criteria.includeExternal || filter.external === false) query = query.where('u.external', '=', 0);
+  if (filter.roomMember === true) query = query.where((eb) => isRoomMember(eb, roomId));
+  if (filter.roomMember === false) query = query.where((eb) => eb.not(isRoomMember(eb, roomId)));
+  if (filter.requiresInvitation === true) {
+    query = query.where((eb) => eb.and([eb('u.needs_invite', '=', 1), eb.not(isRoomMember(eb, roomId))]));
+  }
+  if (filter.requiresInvitation === false) {
+    query = query.where((eb) => eb.or([eb('u.needs_invite', '=', 0), isRoomMember(eb, roomId)]));
+  }
+  for (const condition of containsAllTerms(sql.ref('u.search_key'), criteria.terms)) {
+    query = query.where(condition);
+  }
+  return query;
+}
+
+/** The number of candidates matching the criteria. */
+export async function countSignatories(db: Kysely<Database>, criteria: CandidateCriteria): Promise<number> {
+  const row = await candidates(db, criteria)
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** One page of matching candidates in the contract's total order. */
+export async function findSignatories(
+  db: Kysely<Database>,
+  criteria: CandidateCriteria,
+  sort: { by: SortField; direction: SortDirection },
+  limit: number,
+  offset: number,
+): Promise<SignatoryRow[]> {
+  const direction = sort.direction === 'ASC' ? 'asc' : 'desc';
+  let query: SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object> = candidates(db, criteria);
+  for (const field of sortKeyOrder(sort.by)) query = query.orderBy(SORT_COLUMNS[field], direction);
+  const rows = await query
+    .orderBy('u.id', direction)
+    .select((eb) => [
+      'u.id',
+      'u.firstname',
+      'u.lastname',
+      'u.email',
+      'u.needs_invite',
+      isRoomMember(eb, criteria.roomId).as('room_member'),
+    ])
+    .limit(limit)
+    .offset(offset)
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    firstname: row.firstname,
+    lastname: row.lastname,
+    email: row.email,
+    needsInvite: row.needs_invite === 1,
+    roomMember: Number(row.room_member) === 1,
+  }));
+}

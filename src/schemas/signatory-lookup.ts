@@ -1,0 +1,86 @@
+import { Type } from 'typebox';
+import { PURPOSES, SORT_DIRECTIONS, SORT_FIELDS } from '../domain/signatory-rules.ts';
+
+const ID_DESCRIPTION = 'Identifier: letters, digits, ".", "_", "-"; 1–64 characters';
+
+export const RoomPathParams = Type.Object({
+  organizationId: Type.String({ description: `Organization id. ${ID_DESCRIPTION}` }),
+  signingRoomId: Type.String({ description: `Signing room id. ${ID_DESCRIPTION}` }),
+});
+
+function stringEnum<T extends string>(values: readonly T[], options: { description: string; default?: T }) {
+  return Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
+}
+
+export const LookupQuery = Type.Object({
+  searchQuery: Type.Optional(
+    Type.String({
+      description:
+        'Filters by firstname, lastname or email: split on white space, every term must be a substring of one of the ' +
+        'three, ignoring case and accents. All characters are literal.',
+    }),
+  ),
+  page: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, default: 0, description: 'Zero-based page index' })),
+  size: Type.Optional(
+    Type.Integer({
+      format: 'int32',
+      minimum: 1,
+      default: 2000,
+      description: 'Items per page; values above the maximum page size (SIGNROOM_MAX_PAGE_SIZE) are clamped to it',
+    }),
+  ),
+  sortBy: Type.Optional(
+    stringEnum(SORT_FIELDS, { default: 'lastname', description: 'Field to sort by (any letter case)' }),
+  ),
+  sortDirection: Type.Optional(
+    stringEnum(SORT_DIRECTIONS, { default: 'ASC', description: 'Sort direction (any letter case)' }),
+  ),
+  roomMember: Type.Optional(
+    Type.Boolean({ deprecated: true, description: 'Deprecated. Filters by room membership; ignored when purpose is given' }),
+  ),
+  requiresInvitation: Type.Optional(
+    Type.Boolean({
+      deprecated: true,
+      description: 'Deprecated. Filters by whether the user must be invited; ignored when purpose is given',
+    }),
+  ),
+  purpose: Type.Optional(stringEnum(PURPOSES, { description: 'Filters by the purpose of the request (any letter case)' })),
+});
+
+const SortObject = Type.Object({ empty: Type.Boolean(), sorted: Type.Boolean(), unsorted: Type.Boolean() });
+
+export const Signatory = Type.Object(
+  {
+    displayName: Type.String({ description: 'First and last name, or the email when both are empty' }),
+    email: Type.String(),
+    firstname: Type.Union([Type.String(), Type.Null()]),
+    lastname: Type.Union([Type.String(), Type.Null()]),
+    requiresInvitation: Type.Boolean({ description: 'Not a room member, and external or pending' }),
+    roomMember: Type.Boolean(),
+  },
+  { title: 'Signatory' },
+);
+
+export const SignatoryPage = Type.Object(
+  {
+    content: Type.Array(Signatory),
+    empty: Type.Boolean(),
+    first: Type.Boolean(),
+    last: Type.Boolean(),
+    number: Type.Integer({ description: 'Zero-based page index' }),
+    numberOfElements: Type.Integer(),
+    size: Type.Integer({ description: 'Effective page size' }),
+    totalElements: Type.Integer(),
+    totalPages: Type.Integer(),
+    sort: SortObject,
+    pageable: Type.Object({
+      offset: Type.Integer(),
+      pageNumber: Type.Integer(),
+      pageSize: Type.Integer(),
+      paged: Type.Boolean(),
+      unpaged: Type.Boolean(),
+      sort: SortObject,
+    }),
+  },
+  { title: 'SignatoryPage', description: 'A Spring Data page of signatories' },
+);

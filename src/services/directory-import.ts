@@ -1,0 +1,185 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { hashPassword } from '../auth/password-hash.ts';
+import type { Database } from '../db/tables.ts';
+import type { DirectoryFile, ImportProblem, OrganizationImport } from '../domain/directory-file.ts';
+import { foldedKeys } from '../domain/fold.ts';
+import { needsInvitation } from '../domain/signatory-rules.ts';
+import { upsertCredential } from '../repositories/credential-repository.ts';
+
+export interface ImportCounts {
+  organizations: number;
+  users: number;
+  rooms: number;
+  members: number;
+  credentials: number;
+}
+
+/** The file conflicts with what the database already holds; nothing was changed. */
+export class ImportRejected extends Error {
+  readonly problems: ImportProblem[];
+  constructor(problems: ImportProblem[]) {
+    super(`${problems.length} problem(s) in the import file`);
+    this.name = 'ImportRejected';
+    this.problems = problems;
+  }
+}
+
+/** Rows per multi-row INSERT: well under SQLite's 32,766 bound parameters. */
+const BATCH = 500;
+
+function chunks<T>(items: readonly T[], size = BATCH): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}
+
+/**
+ * Applies a validated directory file in one transaction: upserts by id, replaces
+ * room member lists, bumps each organization's directory version. Checks that
+ * need the database (members and emails of users imported earlier) run inside
+ * the same transaction; any problem rolls everything back.
+ */
+export async function importDirectory(db: Kysely<Database>, file: DirectoryFile): Promise<ImportCounts> {
+  const hashed = await Promise.all(
+    file.credentials.map(async (credential) => ({
+      username: credential.username,
+      passwordHash: await hashPassword(credential.password),
+      scope: credential.organizations,
+    })),
+  );
+  const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
+  await db.transaction().execute(async (trx) => {
+    const problems: ImportProblem[] = [];
+    for (const organization of file.organizations) {
+      problems.push(...(await conflictsWithDatabase(trx, organization, file)));
+    }
+    if (problems.length > 0) throw new ImportRejected(problems);
+    for (const organization of file.organizations) {
+      await upsertOrganization(trx, organization, counts);
+    }
+    for (const credential of hashed) await upsertCredential(trx, credential);
+  });
+  return counts;
+}
+
+async function conflictsWithDatabase(trx: Transaction<Database>, organization: OrganizationImport, file: DirectoryFile): Promise<ImportProblem[]> {
+  const problems: ImportProblem[] = [];
+  const references = file.externalMembers.filter((reference) => reference.orgId === organization.id);
+  const known = new Set<string>();
+  for (const batch of chunks([...new Set(references.map((reference) => reference.userId))])) {
+    const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).execute();
+    for (const row of rows) known.add(row.id);
+  }
+  for (const reference of references) {
+    if (!known.has(reference.userId)) {
+      problems.push({ path: reference.path, message: `unknown user id "${reference.userId}" in organization "${organization.id}"` });
+    }
+  }
+
+  const fileUserIds = new Set(organization.users.map((user) => user.id));
+  const userByEmail = new Map(organization.users.map((user) => [user.email.toLowerCase(), user]));
+  for (const batch of chunks([...userByEmail.keys()])) {
+    const rows = await trx
+      .selectFrom('users')
+      .select(['id', 'email_lower'])
+      .where('org_id', '=', organization.id)
+      .where('email_lower', 'in', batch)
+      .execute();
+    for (const row of rows) {
+      const user = userByEmail.get(row.email_lower);
+      // A user the file also lists may give up its email to another listed user.
+      if (user !== undefined && user.id !== row.id && !fileUserIds.has(row.id)) {
+        problems.push({
+          path: `${user.path}.email`,
+          message: `email "${user.email}" already belongs to user "${row.id}" of organization "${organization.id}"`,
+        });
+      }
+    }
+  }
+  return problems;
+}
+
+async function upsertOrganization(trx: Transaction<Database>, organization: OrganizationImport, counts: ImportCounts): Promise<void> {
+  const orgId = organization.id;
+  await trx
+    .insertInto('organizations')
+    .values({ id: orgId, name: organization.name, external_signatories: organization.externalSignatories ? 1 : 0 })
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({
+        name: eb.ref('excluded.name'),
+        external_signatories: eb.ref('excluded.external_signatories'),
+        directory_version: eb(eb.ref('organizations.directory_version'), '+', 1),
+      })),
+    )
+    .execute();
+  counts.organizations += 1;
+
+  // Listed users may trade emails among themselves; park their current emails
+  // on values no real email can take (emails have no spaces) so the unique
+  // index holds row by row while the upserts run.
+  for (const batch of chunks(organization.users.map((user) => user.id))) {
+    await trx
+      .updateTable('users')
+      .set({ email_lower: sql<string>`' parked:' || id` })
+      .where('org_id', '=', orgId)
+      .where('id', 'in', batch)
+      .execute();
+  }
+  for (const batch of chunks(organization.users)) {
+    const rows = batch.map((user) => {
+      const keys = foldedKeys(user);
+      return {
+        org_id: orgId,
+        id: user.id,
+        firstname: user.firstname,
+        lastname: user.lastname,
+        email: user.email,
+        email_lower: user.email.toLowerCase(),
+        external: user.external ? 1 : 0,
+        status: user.status,
+        needs_invite: needsInvitation(user) ? 1 : 0,
+        firstname_key: keys.firstnameKey,
+        lastname_key: keys.lastnameKey,
+        email_key: keys.emailKey,
+        search_key: keys.searchKey,
+      };
+    });
+    await trx
+      .insertInto('users')
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({
+          firstname: eb.ref('excluded.firstname'),
+          lastname: eb.ref('excluded.lastname'),
+          email: eb.ref('excluded.email'),
+          email_lower: eb.ref('excluded.email_lower'),
+          external: eb.ref('excluded.external'),
+          status: eb.ref('excluded.status'),
+          needs_invite: eb.ref('excluded.needs_invite'),
+          firstname_key: eb.ref('excluded.firstname_key'),
+          lastname_key: eb.ref('excluded.lastname_key'),
+          email_key: eb.ref('excluded.email_key'),
+          search_key: eb.ref('excluded.search_key'),
+        })),
+      )
+      .execute();
+    counts.users += rows.length;
+  }
+
+  for (const room of organization.rooms) {
+    await trx
+      .insertInto('rooms')
+      .values({ org_id: orgId, id: room.id, name: room.name })
+      .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+      .execute();
+    await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
+    for (const batch of chunks(room.members)) {
+      await trx
+        .insertInto('room_members')
+        .values(batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })))
+        .execute();
+    }
+    counts.rooms += 1;
+    counts.members += room.members.length;
+  }
+}

@@ -23,9 +23,14 @@ export const Problem = Type.Object(
   { title: 'Problem', description: 'RFC 9457 problem details' },
 );
 
-/** Response schemas for the given error statuses, all as problem details. */
-export function problemResponses(...statuses: number[]): Record<number, typeof Problem> {
-  return Object.fromEntries(statuses.map((status) => [status, { ...Problem, description: describeStatus(status) }]));
+/** Response schemas for the given error statuses, all as `application/problem+json`. */
+export function problemResponses(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: describeStatus(status), content: { 'application/problem+json': { schema: Problem } } },
+    ]),
+  );
 }
 
 function describeStatus(status: number): string {

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, it } from 'node:test';
+import { SQLITE_FILE } from '../../src/db/database.ts';
+import { runCli } from '../helpers/cli.ts';
+import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
+import { freshDataDir } from '../helpers/test-app.ts';
+
+describe('bin/signroom import', () => {
+  let dataDir: string;
+  const env = () => ({ SIGNROOM_DATA_DIR: dataDir });
+  const write = (name: string, content: unknown) => {
+    const file = path.join(dataDir, name);
+    writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+    return file;
+  };
+  /** The directory as stored, to prove a refused import changed nothing. */
+  const snapshot = () => {
+    const db = new DatabaseSync(path.join(dataDir, SQLITE_FILE), { readOnly: true });
+    try {
+      return ['organizations', 'users', 'rooms', 'room_members', 'credentials'].map((table) =>
+        db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).all(),
+      );
+    } finally {
+      db.close();
+    }
+  };
+
+  before(async () => {
+    dataDir = freshDataDir();
+    const result = await runCli(['import', write('directory.json', DIRECTORY)], env());
+    assert.equal(result.code, 0, result.stderr);
+  });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('prints counts and is idempotent', async () => {
+    const before = snapshot();
+    const result = await runCli(['import', path.join(dataDir, 'directory.json')], env());
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /imported 2 organization\(s\), 5 user\(s\), 3 room\(s\) with 2 member\(s\), 2 credential\(s\)/);
+    const afterImport = snapshot();
+    // Only the password salts and the directory versions move.
+    const strip = (tables: unknown[][]) =>
+      JSON.stringify(tables, (key, value) => (key === 'password_hash' || key === 'updated_at' || key === 'directory_version' ? undefined : value));
+    assert.equal(strip(afterImport), strip(before));
+  });
+
+  it('works from any directory with an old node first on PATH', async () => {
+    const result = await runCli(['migrate'], { ...env(), PATH: `/usr/bin:/bin` }, { cwd: '/' });
+    assert.equal(result.code, 0, result.stderr);
+  });
+
+  const refused: [string, unknown, RegExp[]][] = [
+    ['invalid JSON', '{"organizations": [', [/^\$: not valid JSON/m]],
+    ['a non-object file', '[1, 2]', [/^\$: the file must hold a JSON object/m]],
+    [
+      'duplicate emails ignoring case',
+      { organizations: [{ ...ACME, users: [...ACME.users, { id: 'u9', email: 'ANNA@acme.example' }] }] },
+      [/^\$\.organizations\[0\]\.users\[4\]\.email: duplicate email "ANNA@acme.example", ignoring case \(also at \$\.organizations\[0\]\.users\[0\]\.email\)$/m],
+    ],
+    [
+      'unknown member ids',
+      { organizations: [{ ...ACME, rooms: [{ id: 'r', name: 'R', members: ['u1', 'ghost', 'ghost2'] }] }] },
+      [/^\$\.organizations\[0\]\.rooms\[0\]\.members\[1\]: unknown user id "ghost"/m, /members\[2\]: unknown user id "ghost2"/m],
+    ],
+    [
+      'bad ids and wrong types',
+      {
+        organizations: [
+          {
+            id: 'bad id!',
+            name: 5,
+            settings: { externalSignatories: 'yes' },
+            users: [{ id: 'x'.repeat(65), email: 'not-an-email', external: 'no', status: 'sleeping', firstname: 7 }],
+            rooms: 'none',
+          },
+        ],
+        credentials: [{ username: 'a:b', password: '', organizations: 'acme' }],
+      },
+      [
+        /^\$\.organizations\[0\]\.id: organization id must be/m,
+        /^\$\.organizations\[0\]\.name: must be a non-empty string/m,
+        /^\$\.organizations\[0\]\.settings\.externalSignatories: must be true or false/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.id: user id must be/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.email: must be an email address/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.external: must be true or false/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.status: must be "active" or "pending"/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.firstname: must be a string/m,
+        /^\$\.organizations\[0\]\.rooms: must be an array/m,
+        /^\$\.credentials\[0\]\.username: must not contain ":"/m,
+        /^\$\.credentials\[0\]\.password: must be a non-empty string/m,
+        /^\$\.credentials\[0\]\.organizations: must be "\*" or an array/m,
+      ],
+    ],
+    [
+      'an email that belongs to another stored user',
+      { organizations: [{ id: 'acme', name: 'Acme AG', users: [{ id: 'new', email: 'Zoe@ACME.example' }] }] },
+      [/^\$\.organizations\[0\]\.users\[0\]\.email: email "Zoe@ACME.example" already belongs to user "u4"/m],
+    ],
+  ];
+
+  for (const [name, content, expected] of refused) {
+    it(`refuses ${name}: exit 1, every problem listed, nothing changed`, async () => {
+      const before = snapshot();
+      const result = await runCli(['import', write(`bad-${name.replaceAll(' ', '-')}.json`, content)], env());
+      assert.equal(result.code, 1, result.stdout);
+      for (const pattern of expected) assert.match(result.stderr, pattern);
+      assert.match(result.stderr, /problem\(s\) found; nothing was changed\.$/m);
+      assert.deepEqual(snapshot(), before);
+    });
+  }
+
+  it('lets users listed in one file trade emails', async () => {
+    const swapped = {
+      organizations: [
+        {
+          ...ACME,
+          users: ACME.users.map((user) =>
+            user.id === 'u1' ? { ...user, email: 'zoe@acme.example' } : user.id === 'u4' ? { ...user, email: 'anna@acme.example' } : user,
+          ),
+        },
+      ],
+    };
+    const result = await runCli(['import', write('swap.json', swapped)], env());
+    assert.equal(result.code, 0, result.stderr);
+    const emails = snapshot()[1]!.filter((row) => (row as { org_id: string }).org_id === 'acme').map((row) => `${(row as { id: string }).id}=${(row as { email: string }).email}`);
+    assert.ok(emails.includes('u1=zoe@acme.example') && emails.includes('u4=anna@acme.example'), emails.join());
+  });
+
+  it('accepts members imported by an earlier file', async () => {
+    const result = await runCli(['import', write('members.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'late', members: ['u2', 'u3'] }] }] })], env());
+    assert.equal(result.code, 0, result.stderr);
+  });
+
+  it('names the file it cannot read', async () => {
+    const result = await runCli(['import', path.join(dataDir, 'missing.json')], env());
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /cannot read .*missing\.json: ENOENT/);
+    assert.ok(readFileSync(path.join(dataDir, 'directory.json')).length > 0);
+  });
+});

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { freePort, runCli, startServer } from '../helpers/cli.ts';
+import { basic, freshDataDir, LOOKUP } from '../helpers/test-app.ts';
+
+describe('bin/signroom serve and configuration', () => {
+  let dataDir: string;
+  before(() => {
+    dataDir = freshDataDir();
+  });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  for (const [variable, value] of [
+    ['PORT', 'eighty'],
+    ['SIGNROOM_MAX_PAGE_SIZE', '0'],
+    ['SIGNROOM_LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'mysql://localhost/x'],
+  ] as const) {
+    it(`refuses a bad ${variable} naming it`, async () => {
+      const result = await runCli(['migrate'], { SIGNROOM_DATA_DIR: dataDir, [variable]: value });
+      assert.equal(result.code, 2);
+      assert.match(result.stderr, new RegExp(`configuration error: ${variable}: `));
+    });
+  }
+
+  it('loads the demo and finishes in-flight requests on SIGTERM', async () => {
+    const demo = await runCli(['demo'], { SIGNROOM_DATA_DIR: dataDir });
+    assert.equal(demo.code, 0, demo.stderr);
+    assert.match(demo.stdout, /demo credential: demo \/ demo-password/);
+
+    const port = await freePort();
+    const server = await startServer({ SIGNROOM_DATA_DIR: dataDir, PORT: String(port) });
+    // The first request with a credential pays the slow hash, so it is still running when SIGTERM arrives.
+    const inFlight = fetch(`${server.url}${LOOKUP('demo', 'board')}?size=5`, { headers: { authorization: basic('demo', 'demo-password') } });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    server.child.kill('SIGTERM');
+    const response = await inFlight;
+    assert.equal(response.status, 200);
+    assert.equal(((await response.json()) as { numberOfElements: number }).numberOfElements, 5);
+    const [code] = await once(server.child, 'exit');
+    assert.equal(code, 0, server.output());
+    const logLines = server.output().trim().split('\n').map((line) => JSON.parse(line) as { reqId?: string; msg: string });
+    assert.ok(logLines.some((line) => line.msg === 'request completed' && typeof line.reqId === 'string'));
+    assert.ok(logLines.some((line) => /shutting down/.test(line.msg)));
+  });
+});

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DatabaseSync } from 'node:sqlite';
+import path from 'node:path';
+import { SQLITE_FILE } from '../../src/db/database.ts';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const CHALLENGE = 'Basic realm="signroom", charset="UTF-8"';
+
+describe('authentication and scope', () => {
+  let t: TestApp;
+  let clock = Date.now();
+  const lookup = (authorization?: string, org = 'acme') =>
+    t.app.inject({ url: LOOKUP(org, 'board'), headers: authorization === undefined ? {} : { authorization } });
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_LOGIN_MAX_FAILURES: '3', SIGNROOM_LOGIN_LOCK_SECONDS: '60' }, () => clock);
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('accepts a password with colons and non-ASCII characters', async () => {
+    const response = await lookup(basic('acme-admin', ACME_PASSWORD));
+    assert.equal(response.statusCode, 200);
+  });
+
+  for (const [name, header] of [
+    ['a missing header', undefined],
+    ['another scheme', 'Bearer abc.def'],
+    ['invalid base64', 'Basic ***'],
+    ['no colon', `Basic ${Buffer.from('acme-admin').toString('base64')}`],
+    ['an empty header', ''],
+  ] as const) {
+    it(`answers 401 with a challenge for ${name}`, async () => {
+      const response = await lookup(header);
+      assert.equal(response.statusCode, 401);
+      assert.equal(response.headers['www-authenticate'], CHALLENGE);
+      assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+      assert.equal(response.json().code, 'unauthorized');
+    });
+  }
+
+  it('answers an unknown user exactly like a wrong password', async () => {
+    const wrong = await lookup(basic('root', 'not-the-password'));
+    const unknown = await lookup(basic('nobody', 'not-the-password'));
+    for (const response of [wrong, unknown]) {
+      assert.equal(response.statusCode, 401);
+      assert.equal(response.headers['www-authenticate'], CHALLENGE);
+    }
+    assert.deepEqual(wrong.json(), unknown.json());
+  });
+
+  it('answers 403 for another organization, existing or not, before validating parameters', async () => {
+    for (const org of ['other', 'does-not-exist']) {
+      const response = await t.app.inject({
+        url: `${LOOKUP(org, 'lobby')}?page=-1`,
+        headers: { authorization: basic('acme-admin', ACME_PASSWORD) },
+      });
+      assert.equal(response.statusCode, 403);
+      assert.equal(response.json().code, 'forbidden');
+    }
+  });
+
+  it('slows repeated failures, then answers 429 with Retry-After until the window passes', async () => {
+    const attempt = () => lookup(basic('acme-admin', 'guess'));
+    const timings: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const started = performance.now();
+      assert.equal((await attempt()).statusCode, 401);
+      timings.push(performance.now() - started);
+    }
+    assert.equal((await attempt()).statusCode, 401); // the third failure locks
+    const locked = await lookup(basic('acme-admin', ACME_PASSWORD));
+    assert.equal(locked.statusCode, 429);
+    assert.equal(locked.json().code, 'too-many-requests');
+    const retryAfter = Number(locked.headers['retry-after']);
+    assert.ok(retryAfter >= 59 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    // Another username is not affected.
+    assert.equal((await lookup(basic('root', 'root-password'))).statusCode, 200);
+
+    clock += 61_000;
+    assert.equal((await lookup(basic('acme-admin', ACME_PASSWORD))).statusCode, 200);
+    // The second failure waited for the back-off on top of the hash.
+    assert.ok(timings[1]! >= 100, `second failure took ${timings[1]} ms`);
+  });
+
+  it('stops accepting a revoked or changed credential at once, despite the cache', async () => {
+    const header = basic('root', 'root-password');
+    assert.equal((await lookup(header)).statusCode, 200);
+    const db = new DatabaseSync(path.join(t.dataDir, SQLITE_FILE));
+    db.exec("UPDATE credentials SET password_hash = '$scrypt$ln=14,r=8,p=5$AAAA$AAAA' WHERE username = 'root'");
+    assert.equal((await lookup(header)).statusCode, 401);
+    db.exec("DELETE FROM credentials WHERE username = 'root'");
+    db.close();
+    assert.equal((await lookup(header)).statusCode, 401);
+    await t.importDirectory(DIRECTORY);
+    assert.equal((await lookup(header)).statusCode, 200);
+  });
+
+  it('serves the OpenAPI document and health without credentials', async () => {
+    for (const url of ['/admin/api/v3/openapi.json', '/livez', '/readyz']) {
+      assert.equal((await t.app.inject({ url })).statusCode, 200, url);
+    }
+  });
+});

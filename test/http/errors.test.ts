@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, it } from 'node:test';
+import { SQLITE_FILE } from '../../src/db/database.ts';
+import { PROBLEMS } from '../../src/errors.ts';
+import { DIRECTORY } from '../helpers/fixtures.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+describe('errors, request ids and operability', () => {
+  let t: TestApp;
+  const auth = basic('root', 'root-password');
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('answers unknown routes with a 404 problem', async () => {
+    for (const url of ['/nope', '/admin/api/v3/organizations/acme', '/admin/api/v2/x']) {
+      const response = await t.app.inject({ url, headers: { authorization: auth } });
+      assert.equal(response.statusCode, 404);
+      assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+      assert.deepEqual(Object.keys(response.json()).sort(), ['code', 'detail', 'instance', 'status', 'title', 'type']);
+      assert.equal(response.json().code, 'route-not-found');
+    }
+  });
+
+  it('answers a wrong method with 405 and Allow', async () => {
+    const response = await t.app.inject({ method: 'DELETE', url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
+    assert.equal(response.statusCode, 405);
+    assert.equal(response.headers['allow'], 'GET, HEAD');
+    assert.equal(response.json().code, 'method-not-allowed');
+  });
+
+  it('echoes a well-formed request id and replaces a hostile one', async () => {
+    const given = await t.app.inject({ url: '/livez', headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(given.headers['x-request-id'], 'abc-123');
+    const hostile = await t.app.inject({ url: '/livez', headers: { 'x-request-id': 'a b\u00e9<script>' } });
+    assert.match(String(hostile.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    const none = await t.app.inject({ url: '/livez' });
+    assert.match(String(none.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+
+  it('answers a database failure with a 500 that carries no internals', async () => {
+    const db = new DatabaseSync(path.join(t.dataDir, SQLITE_FILE));
+    db.exec('ALTER TABLE rooms RENAME TO rooms_gone');
+    try {
+      const response = await t.app.inject({ url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
+      assert.equal(response.statusCode, 500);
+      const body = response.json();
+      assert.equal(body.code, 'internal-error');
+      const { instance, ...rest } = body;
+      assert.equal(instance, LOOKUP('acme', 'board'));
+      assert.doesNotMatch(JSON.stringify(rest), /rooms|table|sqlite|select|\.ts|stack/i);
+    } finally {
+      db.exec('ALTER TABLE rooms_gone RENAME TO rooms');
+      db.close();
+    }
+  });
+
+  it('documents every problem code in the README', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    for (const [code, { status }] of Object.entries(PROBLEMS)) {
+      assert.match(readme, new RegExp(`\\| \`${code}\` \\| ${status} \\|`), `README lacks a row for ${code}`);
+    }
+  });
+});

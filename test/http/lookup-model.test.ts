@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/*
+ * Property test: the whole lookup response equals an independent model of
+ * contract section 3, over random directories and random queries.
+ */
+
+interface ModelUser {
+  id: string;
+  firstname: string | null;
+  lastname: string | null;
+  email: string;
+  external: boolean;
+  status: 'active' | 'pending';
+}
+interface ModelOrg {
+  id: string;
+  externalSignatories: boolean;
+  users: ModelUser[];
+  rooms: { id: string; members: string[] }[];
+}
+
+// Pieces chosen to collide under folding, case and code-point order.
+const NAME_PIECES = ['an', 'An', 'ÄN', 'ä', 'é', 'e', 'E\u0301', 'ß', 'ss', 'İ', 'i', 'ø', 'o', 'ﬁ', 'fi', '😀', '\uFF5E', '%', '_', '\\', "'", ' ', 'z', 'Zo'];
+const namePart = fc.option(fc.array(fc.constantFrom(...NAME_PIECES), { minLength: 0, maxLength: 4 }).map((parts) => parts.join('')), { nil: null, freq: 5 });
+
+const userArb = (index: number) =>
+  fc.record({
+    firstname: namePart,
+    lastname: namePart,
+    emailLocal: fc.array(fc.constantFrom('a', 'B', 'ä', '_', '%', '.', 'z'), { minLength: 1, maxLength: 4 }).map((p) => p.join('')),
+    external: fc.boolean(),
+    pending: fc.boolean(),
+  }).map((u) => ({
+    id: `u-${index}`,
+    firstname: u.firstname,
+    lastname: u.lastname,
+    // The index keeps emails unique ignoring case.
+    email: `${u.emailLocal}${index}@Example.test`,
+    external: u.external,
+    status: (u.pending ? 'pending' : 'active') as 'active' | 'pending',
+  }));
+
+const orgArb = (orgIndex: number): fc.Arbitrary<ModelOrg> =>
+  fc.integer({ min: 0, max: 40 }).chain((count) =>
+    fc.record({
+      externalSignatories: fc.boolean(),
+      users: fc.tuple(...Array.from({ length: count }, (_, i) => userArb(i))),
+      memberBits: fc.array(fc.boolean(), { minLength: count, maxLength: count }),
+    }).map(({ externalSignatories, users, memberBits }) => ({
+      id: `org-${orgIndex}`,
+      externalSignatories,
+      users,
+      rooms: [
+        { id: 'room', members: users.filter((_, i) => memberBits[i]).map((u) => u.id) },
+        { id: 'empty', members: [] },
+      ],
+    })),
+  );
+
+const fold = (s: string | null) => (s ?? '').normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+const utf8Compare = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+interface Query {
+  searchQuery?: string;
+  page?: number;
+  size?: number;
+  sortBy?: string;
+  sortDirection?: string;
+  roomMember?: string;
+  requiresInvitation?: string;
+  purpose?: string;
+  room: string;
+}
+
+function model(org: ModelOrg, q: Query, maxPageSize: number) {
+  const room = org.rooms.find((r) => r.id === q.room)!;
+  const rows = org.users
+    .filter((u) => org.externalSignatories || !u.external)
+    .map((u) => {
+      const roomMember = room.members.includes(u.id);
+      const requiresInvitation = !roomMember && (u.external || u.status === 'pending');
+      return { u, roomMember, requiresInvitation };
+    })
+    .filter(({ u, roomMember, requiresInvitation }) => {
+      const purpose = q.purpose?.toUpperCase();
+      if (purpose === 'SIGNING_REQUEST_SIGNATORY' && !roomMember) return false;
+      if (purpose === 'SIGNATORY_INVITATION' && roomMember) return false;
+      if (purpose === 'PERMISSION_INVITATION' && (roomMember || u.external)) return false;
+      if (purpose === undefined) {
+        if (q.roomMember !== undefined && String(roomMember) !== q.roomMember.toLowerCase()) return false;
+        if (q.requiresInvitation !== undefined && String(requiresInvitation) !== q.requiresInvitation.toLowerCase()) return false;
+      }
+      const terms = (q.searchQuery ?? '').trim().split(/\s+/).filter((t) => t !== '').map(fold);
+      return terms.every((t) => [u.firstname, u.lastname, u.email].some((field) => fold(field).includes(t)));
+    });
+  const sortBy = (q.sortBy ?? 'lastname').toLowerCase() as 'firstname' | 'lastname' | 'email';
+  const fields = [sortBy, ...(['lastname', 'firstname', 'email'] as const).filter((f) => f !== sortBy)];
+  const sign = (q.sortDirection ?? 'ASC').toUpperCase() === 'DESC' ? -1 : 1;
+  rows.sort((a, b) => {
+    for (const f of fields) {
+      const c = utf8Compare(fold(a.u[f]), fold(b.u[f]));
+      if (c !== 0) return sign * c;
+    }
+    return sign * utf8Compare(a.u.id, b.u.id);
+  });
+  const page = q.page ?? 0;
+  const size = Math.min(q.size ?? 2000, maxPageSize);
+  const content = rows.slice(page * size, page * size + size).map(({ u, roomMember, requiresInvitation }) => ({
+    displayName: [u.firstname, u.lastname].filter((p) => p !== null && p !== '').join(' ') || u.email,
+    email: u.email,
+    firstname: u.firstname,
+    lastname: u.lastname,
+    requiresInvitation,
+    roomMember,
+  }));
+  const totalPages = Math.ceil(rows.length / size);
+  const sort = { empty: false, sorted: true, unsorted: false };
+  return {
+    content,
+    empty: content.length === 0,
+    first: page === 0,
+    last: page + 1 >= totalPages,
+    number: page,
+    numberOfElements: content.length,
+    size,
+    totalElements: rows.length,
+    totalPages,
+    sort,
+    pageable: { offset: page * size, pageNumber: page, pageSize: size, paged: true, unpaged: false, sort },
+  };
+}
+
+const caseVariants = (value: string) => fc.constantFrom(value, value.toLowerCase(), value.toUpperCase());
+const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+
+/** Slices of one user's fields run together: they often span two fields, which must not match. */
+const spanningSlice = (org: ModelOrg) =>
+  org.users.length === 0
+    ? fc.constant('x')
+    : fc.record({ user: fc.constantFrom(...org.users), start: fc.nat(30), length: fc.integer({ min: 1, max: 6 }), upper: fc.boolean() }).map(
+        ({ user, start, length, upper }) => {
+          const joined = `${user.firstname ?? ''}${user.lastname ?? ''}${user.email}`;
+          const slice = joined.slice(start % Math.max(1, joined.length), (start % Math.max(1, joined.length)) + length);
+          return upper ? slice.toUpperCase() : slice;
+        },
+      );
+
+const queryArb = (orgs: ModelOrg[]) =>
+  fc.integer({ min: 0, max: orgs.length - 1 }).chain((org) =>
+    fc.record(
+      {
+        org: fc.constant(org),
+        room: fc.constantFrom('room', 'empty'),
+        searchQuery: maybe(
+          fc.oneof(
+            fc.array(fc.constantFrom(...NAME_PIECES, 'a', 'B', '1', '@', '.', 'test', ' ', '\t'), { maxLength: 6 }).map((p) => p.join('')),
+            fc.string({ maxLength: 6 }),
+            spanningSlice(orgs[org]!),
+            fc.tuple(spanningSlice(orgs[org]!), spanningSlice(orgs[org]!)).map(([a, b]) => `${a} ${b}`),
+          ),
+        ),
+        page: maybe(fc.integer({ min: 0, max: 6 })),
+        size: maybe(fc.integer({ min: 1, max: 12 })),
+        sortBy: maybe(fc.constantFrom('firstname', 'lastname', 'email').chain(caseVariants)),
+        sortDirection: maybe(fc.constantFrom('ASC', 'desc', 'Desc', 'asc')),
+        roomMember: maybe(fc.constantFrom('true', 'false', 'TRUE', 'False')),
+        requiresInvitation: maybe(fc.constantFrom('true', 'false', 'tRuE')),
+        purpose: maybe(
+          fc.constantFrom('SIGNING_REQUEST_SIGNATORY', 'SIGNATORY_INVITATION', 'PERMISSION_INVITATION', 'SIGNING_REQUEST_DELIVERY_RECIPIENT').chain(caseVariants),
+        ),
+      },
+      { requiredKeys: ['org', 'room'] },
+    ),
+  );
+
+describe('signatory lookup against a model of the contract', () => {
+  let t: TestApp;
+  let orgs: ModelOrg[];
+  const MAX_PAGE_SIZE = 10;
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE) });
+    orgs = Array.from({ length: 12 }, (_, i) => fc.sample(orgArb(i), { numRuns: 1, seed: 1000 + i })[0]!);
+    await t.importDirectory({
+      organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
+      credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+    });
+  });
+  after(async () => t.close());
+
+  it('answers every random query exactly like the model', async () => {
+    const auth = basic('root', 'root-password');
+    await fc.assert(
+      fc.asyncProperty(queryArb(orgs), async ({ org: index, ...query }) => {
+        const org = orgs[index]!;
+        const params = new URLSearchParams();
+        for (const [key, value] of Object.entries(query)) {
+          if (key !== 'room' && value !== undefined) params.set(key, String(value));
+        }
+        const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: auth } });
+        assert.equal(response.statusCode, 200, response.body);
+        assert.deepEqual(response.json(), model(org, query as Query, MAX_PAGE_SIZE));
+      }),
+      { numRuns: 800 },
+    );
+  });
+
+  it('pages through a whole result without repeating or skipping anyone', async () => {
+    const auth = basic('root', 'root-password');
+    const org = orgs.reduce((a, b) => (a.users.length >= b.users.length ? a : b));
+    for (const sortBy of ['firstname', 'lastname', 'email']) {
+      for (const sortDirection of ['ASC', 'DESC']) {
+        const seen: string[] = [];
+        for (let page = 0; ; page++) {
+          const response = await t.app.inject({
+            url: `${LOOKUP(org.id, 'room')}?size=3&page=${page}&sortBy=${sortBy}&sortDirection=${sortDirection}`,
+            headers: { authorization: auth },
+          });
+          const body = response.json() as { content: { email: string }[]; last: boolean };
+          seen.push(...body.content.map((s) => s.email));
+          if (body.last) break;
+        }
+        const expected = model(org, { room: 'room', sortBy, sortDirection, size: 2000 }, 2000).content.map((s) => s.email);
+        assert.deepEqual(seen, expected);
+        assert.equal(new Set(seen).size, seen.length);
+      }
+    }
+  });
+});

@@ -94,7 +94,8 @@ function model(org: ModelOrg, q: Query, maxPageSize: number) {
         if (q.roomMember !== undefined && String(roomMember) !== q.roomMember.toLowerCase()) return false;
         if (q.requiresInvitation !== undefined && String(requiresInvitation) !== q.requiresInvitation.toLowerCase()) return false;
       }
-      const terms = (q.searchQuery ?? '').trim().split(/\s+/).filter((t) => t !== '').map(fold);
+      // A URL carries UTF-8, so a lone surrogate arrives as U+FFFD.
+      const terms = (q.searchQuery ?? '').toWellFormed().trim().split(/\s+/).filter((t) => t !== '').map(fold);
       return terms.every((t) => [u.firstname, u.lastname, u.email].some((field) => fold(field).includes(t)));
     });
   const sortBy = (q.sortBy ?? 'lastname').toLowerCase() as 'firstname' | 'lastname' | 'email';

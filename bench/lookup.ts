@@ -1,0 +1,155 @@
+/**
+ * Lookup benchmark: signroom against a bare node:http server replaying the same
+ * response bytes, measured in the same run on the same machine.
+ *
+ *   npm run bench -- [--users 100000] [--seconds 10] [--connections 16]
+ *
+ * Generates an organization of N users (5% external, 15% pending) with rooms of
+ * 500 and N/10 members, imports it with bin/signroom, serves it with
+ * bin/signroom serve, and drives both servers with bench/load.ts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { sampleOrganization } from '../src/demo/sample-directory.ts';
+
+const { values } = parseArgs({
+  options: {
+    users: { type: 'string', default: '100000' },
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '16' },
+  },
+});
+const users = Number(values.users);
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const node = process.execPath;
+const signroom = path.join(root, 'bin/signroom');
+const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-'));
+const env = { ...process.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
+
+function run(command: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: { ...env, ...extraEnv } });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}`))));
+  });
+}
+
+async function waitFor(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (child.exitCode !== null) throw new Error(`${url}: server exited`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+const log = (message: string) => process.stderr.write(`${message}\n`);
+
+log(`generating ${users} users…`);
+const file = path.join(dataDir, 'directory.json');
+writeFileSync(
+  file,
+  JSON.stringify({
+    organizations: [
+      sampleOrganization({
+        orgId: 'bench',
+        users,
+        externalShare: 0.05,
+        pendingShare: 0.15,
+        rooms: [
+          { id: 'small', members: 500 },
+          { id: 'large', members: Math.floor(users / 10) },
+        ],
+        externalSignatories: true,
+        seed: 7,
+      }),
+    ],
+    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
+  }),
+);
+let started = performance.now();
+await run(signroom, ['import', file]);
+const importSeconds = (performance.now() - started) / 1000;
+log(`imported in ${importSeconds.toFixed(1)} s`);
+
+const base = '/admin/api/v3/organizations/bench/rooms';
+const urls = [
+  `${base}/small/signatories/lookup?size=20`,
+  `${base}/large/signatories/lookup?size=20&sortBy=firstname&sortDirection=DESC`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=mul`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=ann%20sch`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=kowalski.4242`,
+  `${base}/large/signatories/lookup?size=20&purpose=SIGNING_REQUEST_SIGNATORY`,
+  `${base}/small/signatories/lookup?size=20&purpose=PERMISSION_INVITATION&sortBy=email`,
+  `${base}/small/signatories/lookup?size=20&page=50&sortBy=email&sortDirection=desc`,
+  `${base}/large/signatories/lookup?size=20&requiresInvitation=true`,
+];
+const bigPage = [`${base}/small/signatories/lookup`];
+
+const port = 18080;
+const server = spawn(signroom, ['serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+const baselinePort = 18081;
+let baseline: ChildProcess | undefined;
+try {
+  await waitFor(`http://127.0.0.1:${port}/livez`, server);
+
+  // First-seen queries: the count is not cached yet.
+  const firstSeen: number[] = [];
+  const recorded: Record<string, { contentType: string; body: string }> = {};
+  for (const url of [...urls, ...bigPage]) {
+    started = performance.now();
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    const body = await response.text();
+    firstSeen.push(performance.now() - started);
+    if (response.status !== 200) throw new Error(`${url}: ${response.status} ${body}`);
+    recorded[url] = { contentType: response.headers.get('content-type') ?? 'application/json', body };
+  }
+  const responsesFile = path.join(dataDir, 'responses.json');
+  writeFileSync(responsesFile, JSON.stringify(recorded));
+  baseline = spawn(node, [path.join(root, 'bench/replay-server.ts'), responsesFile, String(baselinePort)], { stdio: 'ignore' });
+  await waitFor(`http://127.0.0.1:${baselinePort}/`, baseline);
+
+  const load = async (port: number, list: string[]) => {
+    const urlsFile = path.join(dataDir, `urls-${port}-${list.length}.json`);
+    writeFileSync(urlsFile, JSON.stringify(list));
+    const out = await run(node, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${port}`, urlsFile, String(connections), String(seconds), AUTH]);
+    return JSON.parse(out) as { requests: number; errors: number; rps: number; p50: number; p90: number; p99: number; max: number };
+  };
+
+  const rows: string[] = [];
+  const row = (name: string, r: Awaited<ReturnType<typeof load>>, ratio: string) =>
+    rows.push(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p90.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${ratio} |`);
+  for (const [name, list] of [['page of 20, mixed queries', urls], ['page of 2000, no query', bigPage]] as const) {
+    const ours = await load(port, list);
+    const bare = await load(baselinePort, list);
+    row(`signroom: ${name}`, ours, `${((ours.rps / bare.rps) * 100).toFixed(0)}% of bare`);
+    row(`bare node:http replay: ${name}`, bare, '100%');
+  }
+
+  const sortedFirst = [...firstSeen].sort((a, b) => a - b);
+  console.log(`\nLookup benchmark: ${users} users, ${connections} connections, ${seconds} s per run, Node ${process.version}`);
+  console.log(`import of the directory file: ${importSeconds.toFixed(1)} s`);
+  console.log(`first-seen (uncached count) lookups: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms\n`);
+  console.log('| server and load | req/s | p50 ms | p90 ms | p99 ms | errors | throughput |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const line of rows) console.log(line);
+} finally {
+  server.kill('SIGTERM');
+  baseline?.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  rmSync(dataDir, { recursive: true, force: true });
+}

@@ -23,3 +23,26 @@ export function containsAllTerms(column: Expression<string>, terms: readonly str
     sql<SqlBool>`not exists (select 1 from json_each(${JSON.stringify(rest)}) as term where instr(${column}, term.value) = 0)`,
   ];
 }
+
+/** The terms a trigram index can look up: three characters (code points) or more. */
+export function indexableTerms(terms: readonly string[]): string[] {
+  return terms.filter((term) => [...term].length >= 3);
+}
+
+/**
+ * True when the user (by `seq`) is among the full-text matches of every term;
+ * each term is quoted as an FTS5 phrase, so no character has a special meaning.
+ * Call only with indexable terms; the exact substring check stays in force beside it.
+ */
+export function inSearchIndex(seq: Expression<number>, terms: readonly string[]): RawBuilder<SqlBool> {
+  const query = terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' AND ');
+  return sql<SqlBool>`${seq} in (select rowid from users_search where users_search match ${query})`;
+}
+
+/**
+ * The column as an expression the planner cannot use an index for (SQLite's
+ * unary plus), so that a search-index condition beside it drives the query.
+ */
+export function notIndexed<T>(column: Expression<T>): RawBuilder<T> {
+  return sql<T>`+${column}`;
+}

@@ -19,6 +19,8 @@ export interface OrganizationTable {
 }
 
 export interface UserTable {
+  /** Stable integer key the search index points at. */
+  seq: Generated<number>;
   org_id: string;
   id: string;
   firstname: string | null;

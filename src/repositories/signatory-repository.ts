@@ -1,5 +1,5 @@
 import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { containsAllTerms } from '../db/dialect-sql.ts';
+import { containsAllTerms, indexableTerms, inSearchIndex, notIndexed } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import { sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../domain/signatory-rules.ts';
 
@@ -13,6 +13,13 @@ export interface CandidateCriteria {
   /** Folded search terms, each of which must match. */
   terms: readonly string[];
 }
+
+/**
+ * How to find the page: walk the sort index and test each user (best when
+ * matches are dense), or start from the search index's matches and sort them
+ * (best when they are few). Both give the same rows.
+ */
+export type PagePlan = 'walk-sort-index' | 'from-search-index';
 
 export interface SignatoryRow {
   id: string;
@@ -42,9 +49,16 @@ function isRoomMember(eb: Users, roomId: string) {
   );
 }
 
-function candidates(db: Kysely<Database>, criteria: CandidateCriteria) {
+function candidates(db: Kysely<Database>, criteria: CandidateCriteria, plan: PagePlan) {
   const { filter, roomId } = criteria;
-  let query = db.selectFrom('users as u').where('u.org_id', '=', criteria.orgId);
+  const indexable = plan === 'from-search-index' ? indexableTerms(criteria.terms) : [];
+  let query =
+    indexable.length > 0
+      ? db
+          .selectFrom('users as u')
+          .where(notIndexed(sql.ref<string>('u.org_id')), '=', criteria.orgId)
+          .where(inSearchIndex(sql.ref('u.seq'), indexable))
+      : db.selectFrom('users as u').where('u.org_id', '=', criteria.orgId);
   if (!criteria.includeExternal || filter.external === false) query = query.where('u.external', '=', 0);
   if (filter.roomMember === true) query = query.where((eb) => isRoomMember(eb, roomId));
   if (filter.roomMember === false) query = query.where((eb) => eb.not(isRoomMember(eb, roomId)));
@@ -60,9 +74,14 @@ function candidates(db: Kysely<Database>, criteria: CandidateCriteria) {
   return query;
 }
 
+/** Whether the search index can narrow these criteria at all. */
+export function canUseSearchIndex(criteria: CandidateCriteria): boolean {
+  return indexableTerms(criteria.terms).length > 0;
+}
+
 /** The number of candidates matching the criteria. */
 export async function countSignatories(db: Kysely<Database>, criteria: CandidateCriteria): Promise<number> {
-  const row = await candidates(db, criteria)
+  const row = await candidates(db, criteria, 'from-search-index')
     .select((eb) => eb.fn.countAll<number>().as('count'))
     .executeTakeFirstOrThrow();
   return Number(row.count);
@@ -75,9 +94,10 @@ export async function findSignatories(
   sort: { by: SortField; direction: SortDirection },
   limit: number,
   offset: number,
+  plan: PagePlan,
 ): Promise<SignatoryRow[]> {
   const direction = sort.direction === 'ASC' ? 'asc' : 'desc';
-  let query: SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object> = candidates(db, criteria);
+  let query: SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object> = candidates(db, criteria, plan);
   for (const field of sortKeyOrder(sort.by)) query = query.orderBy(SORT_COLUMNS[field], direction);
   const rows = await query
     .orderBy('u.id', direction)

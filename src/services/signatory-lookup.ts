@@ -13,9 +13,11 @@ import {
 import { ProblemError } from '../errors.ts';
 import { findOrganization, roomExists } from '../repositories/directory-repository.ts';
 import {
+  canUseSearchIndex,
   countSignatories,
   findSignatories,
   type CandidateCriteria,
+  type PagePlan,
   type SignatoryRow,
 } from '../repositories/signatory-repository.ts';
 import { LruCache } from './lru-cache.ts';
@@ -43,6 +45,8 @@ export interface Signatory {
 }
 
 const COUNT_CACHE_ENTRIES = 10_000;
+/** Up to this many search matches, the page is found by sorting them (see #plan). */
+const SORT_MATCHES_UP_TO = 50_000;
 
 /**
  * The signatory lookup of a room. Counts are cached per directory version of
@@ -78,28 +82,26 @@ export class SignatoryLookup {
     const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
     const total = await this.#count(criteria, organization.directoryVersion);
     const offset = pageOffset(pageRequest);
-    const rows =
-      offset < total
-        ? await findSignatories(
-            this.#db,
-            criteria,
-            { by: request.sortBy, direction: request.sortDirection },
-            pageRequest.size,
-            offset,
-          )
-        : [];
+    if (offset >= total) return toPage([], pageRequest, total);
+    const plan = this.#plan(criteria, total);
+    const sort = { by: request.sortBy, direction: request.sortDirection };
+    const rows = await findSignatories(this.#db, criteria, sort, pageRequest.size, offset, plan);
     return toPage(rows.map(toSignatory), pageRequest, total);
   }
 
+  /**
+   * Starting from the search index reads and sorts every match, whatever the
+   * page; walking the sort index stops after the page but may read many users
+   * to get there (all of them when the term sorts late). Sorting is cheap up
+   * to a few tens of thousands of matches; beyond that the matches are dense
+   * enough that the walk finds a page quickly.
+   */
+  #plan(criteria: CandidateCriteria, matches: number): PagePlan {
+    return canUseSearchIndex(criteria) && matches <= SORT_MATCHES_UP_TO ? 'from-search-index' : 'walk-sort-index';
+  }
+
   async #count(criteria: CandidateCriteria, directoryVersion: number): Promise<number> {
-    const key = JSON.stringify([
-      criteria.orgId,
-      directoryVersion,
-      criteria.roomId,
-      criteria.includeExternal,
-      criteria.filter,
-      criteria.terms,
-    ]);
+    const key = JSON.stringify([directoryVersion, criteria]);
     const cached = this.#counts.get(key);
     if (cached !== undefined) return cached;
     const count = await countSignatories(this.#db, criteria);

@@ -134,6 +134,18 @@ describe('bin/signroom import', () => {
     assert.equal(result.code, 0, result.stderr);
   });
 
+  it('keeps the search index in step with re-imported users', () => {
+    const db = new DatabaseSync(path.join(dataDir, SQLITE_FILE));
+    try {
+      // Throws when the trigram index disagrees with the users table.
+      db.exec("INSERT INTO users_search(users_search, rank) VALUES ('integrity-check', 1)");
+      const hits = db.prepare(`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH '"zoe@"') ORDER BY u.id`).all();
+      assert.deepEqual(hits.map((row) => (row as { id: string }).id), ['u1']);
+    } finally {
+      db.close();
+    }
+  });
+
   it('names the file it cannot read', async () => {
     const result = await runCli(['import', path.join(dataDir, 'missing.json')], env());
     assert.equal(result.code, 1);

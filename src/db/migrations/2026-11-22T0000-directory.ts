@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 
 // Frozen in time: never import application code here.
 
@@ -13,6 +13,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema
     .createTable('users')
+    // A stable integer key (SQLite's rowid) for the full-text index to point at.
+    .addColumn('seq', 'integer', (c) => c.primaryKey())
     .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id'))
     .addColumn('id', 'text', (c) => c.notNull())
     .addColumn('firstname', 'text')
@@ -26,7 +28,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('lastname_key', 'text', (c) => c.notNull())
     .addColumn('email_key', 'text', (c) => c.notNull())
     .addColumn('search_key', 'text', (c) => c.notNull())
-    .addPrimaryKeyConstraint('users_pk', ['org_id', 'id'])
+    .addUniqueConstraint('users_org_id_unique', ['org_id', 'id'])
     .execute();
   await db.schema.createIndex('users_email_unique').unique().on('users').columns(['org_id', 'email_lower']).execute();
   // One index per sort field, in the contract's full sort-key order, so every
@@ -46,6 +48,21 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on('users')
     .columns(['org_id', 'email_key', 'lastname_key', 'firstname_key', 'id'])
     .execute();
+
+  // Substring search: a trigram index over the folded search key, kept in step
+  // by triggers. Case-sensitive because the key is folded already.
+  await sql`CREATE VIRTUAL TABLE users_search USING fts5(
+    search_key, content='users', content_rowid='seq', tokenize='trigram case_sensitive 1')`.execute(db);
+  await sql`CREATE TRIGGER users_search_insert AFTER INSERT ON users BEGIN
+    INSERT INTO users_search(rowid, search_key) VALUES (new.seq, new.search_key);
+  END`.execute(db);
+  await sql`CREATE TRIGGER users_search_delete AFTER DELETE ON users BEGIN
+    INSERT INTO users_search(users_search, rowid, search_key) VALUES ('delete', old.seq, old.search_key);
+  END`.execute(db);
+  await sql`CREATE TRIGGER users_search_update AFTER UPDATE OF search_key ON users BEGIN
+    INSERT INTO users_search(users_search, rowid, search_key) VALUES ('delete', old.seq, old.search_key);
+    INSERT INTO users_search(rowid, search_key) VALUES (new.seq, new.search_key);
+  END`.execute(db);
 
   await db.schema
     .createTable('rooms')
@@ -75,7 +92,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['credentials', 'room_members', 'rooms', 'users', 'organizations']) {
+  for (const table of ['credentials', 'room_members', 'rooms', 'users_search', 'users', 'organizations']) {
     await db.schema.dropTable(table).execute();
   }
 }

@@ -56,6 +56,14 @@ function reportProblems(problems: { path: string; message: string }[]): number {
   return 1;
 }
 
+async function loadDemo(config: Config): Promise<number> {
+  const code = await runImport(config, validateDirectoryFile(demoDirectory()));
+  if (code === 0) {
+    console.log(`demo credential: ${DEMO_USERNAME} / ${DEMO_PASSWORD} (organization "demo", rooms "board" and "contracts")`);
+  }
+  return code;
+}
+
 async function readPassword(): Promise<string> {
   const fromEnv = process.env['SIGNROOM_PASSWORD'];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
@@ -96,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve': {
       if (args.includes('--demo')) {
-        const code = await runImport(config, validateDirectoryFile(demoDirectory()));
+        const code = await loadDemo(config);
         if (code !== 0) return code;
       }
       await serve(config);
@@ -119,13 +127,8 @@ async function main(argv: string[]): Promise<number> {
       }
       return runImport(config, parseDirectoryFile(text));
     }
-    case 'demo': {
-      const code = await runImport(config, validateDirectoryFile(demoDirectory()));
-      if (code === 0) {
-        console.log(`demo credential: ${DEMO_USERNAME} / ${DEMO_PASSWORD} (organization "demo", rooms "board" and "contracts")`);
-      }
-      return code;
-    }
+    case 'demo':
+      return loadDemo(config);
     case 'credential':
       return credentialCommand(config, args);
     default:

@@ -146,6 +146,23 @@ describe('bin/signroom import', () => {
     }
   });
 
+  it('sets and revokes a credential', async () => {
+    const set = await runCli(['credential', 'set', 'alice', 'acme,other'], { ...env(), SIGNROOM_PASSWORD: 'a:lice-pässword' });
+    assert.equal(set.code, 0, set.stderr);
+    const stored = snapshot()[4]!.find((row) => (row as { username: string }).username === 'alice') as { organizations: string; password_hash: string };
+    assert.equal(stored.organizations, '["acme","other"]');
+    assert.match(stored.password_hash, /^\$scrypt\$ln=14,r=8,p=5\$/);
+    assert.doesNotMatch(stored.password_hash, /lice/);
+    const fromStdin = await runCli(['credential', 'set', 'bob', '*'], env(), { input: 'bob-secret\n' });
+    assert.equal(fromStdin.code, 0, fromStdin.stderr);
+    const revoke = await runCli(['credential', 'revoke', 'alice'], env());
+    assert.equal(revoke.code, 0);
+    assert.equal(snapshot()[4]!.some((row) => (row as { username: string }).username === 'alice'), false);
+    assert.equal((await runCli(['credential', 'revoke', 'alice'], env())).code, 1);
+    assert.equal((await runCli(['credential', 'set', 'x:y', 'acme'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 1);
+    assert.equal((await runCli(['credential', 'set', 'carol', 'bad org!'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 2);
+  });
+
   it('names the file it cannot read', async () => {
     const result = await runCli(['import', path.join(dataDir, 'missing.json')], env());
     assert.equal(result.code, 1);

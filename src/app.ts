@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Authenticator } from './auth/authenticator.ts';
@@ -8,10 +9,20 @@ import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/databas
 import { requireBasicAuth } from './http/auth-hook.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
-import { installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  installProblemHandlers,
+  watchAllowedMethods,
+} from './http/problem-handlers.ts';
 import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
+import { DocumentService } from './services/documents.ts';
+import { FileBlobStore } from './documents/blob-store.ts';
+import { RenderPool } from './documents/render-pool.ts';
+import { documentRoutes } from './http/document-routes.ts';
+import { compileBody } from './http/body-validator.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -48,25 +59,40 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onClose', async () => database.close());
+  const blobs = new FileBlobStore(path.join(config.dataDir, 'blobs'));
+  await blobs.init();
+  const renderer = new RenderPool(config.render);
+  app.addHook('onClose', async () => {
+    await renderer.close();
+    await database.close();
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.setValidatorCompiler(compileTextParameters);
+  app.setValidatorCompiler((route) => (route.httpPart === 'body' ? compileBody(route) : compileTextParameters(route)));
   installProblemHandlers(app);
   const addMethodNotAllowed = watchAllowedMethods(app, DOCS_PREFIX);
   await registerOpenApi(app, VERSION);
 
   const lookup = new SignatoryLookup(database.db, config.maxPageSize);
   const authenticator = new Authenticator(database.db, config.login, options.now);
+  const documents = new DocumentService(database.db, blobs, renderer, {
+    maxBytes: config.maxDocumentBytes,
+    thumbnailWidth: config.thumbnailWidth,
+  });
+  const recovered = await documents.recover();
+  if (recovered.temporaryFiles + recovered.orphanBlobs > 0) app.log.info(recovered, 'removed what an interrupted upload left behind');
 
   await app.register(healthRoutes, {
     isReady: async () => {
+      if (!renderer.ready) return false;
       try {
         await database.ping();
         return true;
@@ -82,6 +108,12 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
       });
       requireBasicAuth(admin, authenticator);
       await admin.register(signatoryRoutes, { lookup });
+      await admin.register(documentRoutes, {
+        documents,
+        maxPageSize: config.maxPageSize,
+        maxDocumentBytes: config.maxDocumentBytes,
+        apiPrefix: API_PREFIX,
+      });
     },
     { prefix: API_PREFIX },
   );

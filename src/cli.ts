@@ -36,9 +36,8 @@ async function withDatabase<T>(config: Config, work: (db: ReturnType<typeof open
 }
 
 async function runImport(config: Config, result: ValidationResult): Promise<number> {
-  if (!result.ok) return reportProblems(result.problems);
   try {
-    const counts = await withDatabase(config, (db) => importDirectory(db, result.file));
+    const counts = await withDatabase(config, (db) => importDirectory(db, result.file, result.problems));
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
         `with ${counts.members} member(s), ${counts.credentials} credential(s)`,
@@ -82,10 +81,10 @@ async function credentialCommand(config: Config, args: string[]): Promise<number
     return existed ? 0 : 1;
   }
   if (action === 'set' && username !== undefined && orgs !== undefined) {
-    const scope = orgs === '*' ? '*' : orgs.split(',').map((id) => id.trim());
+    const scope = orgs === '*' ? '*' : [...new Set(orgs.split(',').map((id) => id.trim()))];
     if (scope !== '*' && !scope.every((id) => ID_PATTERN.test(id))) throw new UsageError(`bad organization list "${orgs}"`);
     const check = validateDirectoryFile({ credentials: [{ username, password: 'x', organizations: scope }] });
-    if (!check.ok) return reportProblems(check.problems);
+    if (check.problems.length > 0) return reportProblems(check.problems);
     const passwordHash = await hashPassword(await readPassword());
     await withDatabase(config, (db) => upsertCredential(db, { username, passwordHash, scope }));
     console.log(`credential "${username}" set`);

@@ -11,6 +11,14 @@ export interface Config {
   readonly thumbnailWidth: number;
   readonly logLevel: string;
   readonly login: LoginPolicy;
+  readonly render: RenderBudget;
+}
+
+/** How thumbnails are rendered: worker processes and what one render may spend. */
+export interface RenderBudget {
+  readonly workers: number;
+  readonly timeoutMs: number;
+  readonly memoryBytes: number;
 }
 
 /** How failed logins for one username are slowed down and then refused. */
@@ -52,6 +60,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxFailures: integer(env, 'SIGNROOM_LOGIN_MAX_FAILURES', 5, 1, 1000),
       lockSeconds: integer(env, 'SIGNROOM_LOGIN_LOCK_SECONDS', 300, 1, 86_400),
       verifiedCacheSeconds: integer(env, 'SIGNROOM_AUTH_CACHE_SECONDS', 60, 0, 3600),
+    }),
+    render: Object.freeze({
+      workers: integer(env, 'SIGNROOM_RENDER_WORKERS', 2, 1, 64),
+      timeoutMs: integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 20_000, 100, 600_000),
+      memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
     }),
   };
   return Object.freeze(config);

@@ -23,6 +23,9 @@ interface VerifiedEntry {
 }
 
 const VERIFIED_CACHE_ENTRIES = 10_000;
+/** The longest username and password an import or the CLI can store. */
+const MAX_USERNAME_LENGTH = 128;
+const MAX_PASSWORD_LENGTH = 1024;
 
 /**
  * Checks Basic credentials against the credential table. The credential row is
@@ -53,6 +56,8 @@ export class Authenticator {
     const credentials = parseBasicAuthorization(header);
     if (credentials === undefined) return { kind: 'malformed' };
     const { username, password } = credentials;
+    // No stored credential is this long: answer at once, and keep nothing about it.
+    if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH) return { kind: 'rejected', delayMs: 0 };
 
     const verdict = this.#throttle.check(username);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
@@ -65,10 +70,29 @@ export class Authenticator {
     }
 
     const storedHash = row?.passwordHash ?? (await DECOY_HASH);
-    const valid = await this.#verifyOnce(cacheKey + storedHash, password, storedHash);
-    if (!valid || row === undefined) return { kind: 'rejected', delayMs: this.#throttle.recordFailure(username) };
+    // Identical attempts in flight share one hash and count as one attempt.
+    const verificationKey = `${cacheKey}\0${storedHash}`;
+    let verification = this.#inFlight.get(verificationKey);
+    const owner = verification === undefined;
+    if (verification === undefined) {
+      const admitted = this.#throttle.begin(username);
+      if (admitted.locked) return { kind: 'throttled', retryAfterSeconds: admitted.retryAfterSeconds };
+      verification = verifyPassword(password, storedHash).finally(() => this.#inFlight.delete(verificationKey));
+      this.#inFlight.set(verificationKey, verification);
+    }
+    let valid: boolean;
+    try {
+      valid = await verification;
+    } catch (error) {
+      if (owner) this.#throttle.cancel(username);
+      throw error;
+    }
+    if (!valid || row === undefined) {
+      const delayMs = owner ? this.#throttle.recordFailure(username) : this.#throttle.currentDelayMs(username);
+      return { kind: 'rejected', delayMs };
+    }
 
-    this.#throttle.recordSuccess(username);
+    if (owner) this.#throttle.recordSuccess(username);
     if (this.#policy.verifiedCacheSeconds > 0) {
       this.#verified.set(cacheKey, {
         passwordHash: storedHash,
@@ -76,15 +100,6 @@ export class Authenticator {
       });
     }
     return { kind: 'authenticated', username, scope: row.scope };
-  }
-
-  /** Runs one hash for concurrent identical attempts instead of one each. */
-  #verifyOnce(key: string, password: string, storedHash: string): Promise<boolean> {
-    const running = this.#inFlight.get(key);
-    if (running !== undefined) return running;
-    const verification = verifyPassword(password, storedHash).finally(() => this.#inFlight.delete(key));
-    this.#inFlight.set(key, verification);
-    return verification;
   }
 }
 

@@ -21,6 +21,8 @@ export class LoginThrottle {
   readonly #policy: LoginPolicy;
   readonly #now: () => number;
   readonly #records = new Map<string, FailureRecord>();
+  /** Attempts whose password is being checked right now: they count as failures until they end. */
+  readonly #pending = new Map<string, number>();
 
   constructor(policy: LoginPolicy, now: () => number = Date.now) {
     this.#policy = policy;
@@ -30,13 +32,37 @@ export class LoginThrottle {
   /** Whether the username may try now. */
   check(username: string): ThrottleVerdict {
     const record = this.#current(username);
-    if (record === undefined || record.failures < this.#policy.maxFailures) return { locked: false };
-    const endsAt = record.windowStart + this.#policy.lockSeconds * 1000;
-    return { locked: true, retryAfterSeconds: Math.max(1, Math.ceil((endsAt - this.#now()) / 1000)) };
+    const failures = record?.failures ?? 0;
+    if (record !== undefined && failures >= this.#policy.maxFailures) {
+      const endsAt = record.windowStart + this.#policy.lockSeconds * 1000;
+      return { locked: true, retryAfterSeconds: Math.max(1, Math.ceil((endsAt - this.#now()) / 1000)) };
+    }
+    // Attempts sent all at once must not slip past the limit while their hashes run.
+    if (failures + (this.#pending.get(username) ?? 0) >= this.#policy.maxFailures) return { locked: true, retryAfterSeconds: 1 };
+    return { locked: false };
   }
 
-  /** Records a failure; returns how long to hold the 401 answer back, in ms. */
+  /** Admits an attempt whose password is about to be checked, or refuses it; end it with recordFailure or recordSuccess. */
+  begin(username: string): ThrottleVerdict {
+    const verdict = this.check(username);
+    if (!verdict.locked) this.#pending.set(username, (this.#pending.get(username) ?? 0) + 1);
+    return verdict;
+  }
+
+  /** Ends an attempt that neither failed nor succeeded (the check itself broke). */
+  cancel(username: string): void {
+    this.#end(username);
+  }
+
+  #end(username: string): void {
+    const pending = (this.#pending.get(username) ?? 1) - 1;
+    if (pending <= 0) this.#pending.delete(username);
+    else this.#pending.set(username, pending);
+  }
+
+  /** Ends an attempt as a failure; returns how long to hold the 401 answer back, in ms. */
   recordFailure(username: string): number {
+    this.#end(username);
     const record = this.#current(username) ?? { failures: 0, windowStart: this.#now() };
     record.failures += 1;
     // Once locked, the window restarts so the lock lasts lockSeconds from the last failure.
@@ -50,9 +76,15 @@ export class LoginThrottle {
     return failureDelayMs(record.failures);
   }
 
-  /** Forgets the failures of a username after a successful login. */
+  /** Ends an attempt as a success: forgets the username's failures. */
   recordSuccess(username: string): void {
+    this.#end(username);
     this.#records.delete(username);
+  }
+
+  /** The delay for another failure of a username, without recording one. */
+  currentDelayMs(username: string): number {
+    return failureDelayMs(this.#current(username)?.failures ?? 0);
   }
 
   #current(username: string): FailureRecord | undefined {

@@ -24,9 +24,13 @@ export function containsAllTerms(column: Expression<string>, terms: readonly str
   ];
 }
 
-/** The terms a trigram index can look up: three characters (code points) or more. */
+/**
+ * The terms a trigram index can look up: three characters (code points) or
+ * more, and no U+0000, which ends an FTS5 query string (stored keys never
+ * contain it, so the exact check alone rules such a term out).
+ */
 export function indexableTerms(terms: readonly string[]): string[] {
-  return terms.filter((term) => [...term].length >= 3);
+  return terms.filter((term) => [...term].length >= 3 && !term.includes('\0'));
 }
 
 /**

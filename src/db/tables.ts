@@ -7,6 +7,8 @@ export interface Database {
   rooms: RoomTable;
   room_members: RoomMemberTable;
   credentials: CredentialTable;
+  documents: DocumentTable;
+  idempotency_keys: IdempotencyKeyTable;
 }
 
 export interface OrganizationTable {
@@ -57,4 +59,35 @@ export interface CredentialTable {
   /** JSON: "*" or an array of organization ids. */
   organizations: string;
   updated_at: string;
+}
+
+export interface DocumentTable {
+  /** UUID. */
+  id: string;
+  org_id: string;
+  room_id: string;
+  name: string | null;
+  media_type: string;
+  size_bytes: number;
+  /** Hex digest; the blob store's key. */
+  sha256: string;
+  page_count: number;
+  /** ISO 8601, UTC, milliseconds. */
+  created_at: string;
+  uploaded_by: string;
+  /** PNG bytes. */
+  thumbnail: Uint8Array;
+  /** 1 when the thumbnail shows page 1, 0 for the placeholder. */
+  thumbnail_rendered: number;
+}
+
+export interface IdempotencyKeyTable {
+  org_id: string;
+  room_id: string;
+  username: string;
+  key: string;
+  /** SHA-256 of the request (decoded bytes and name): a different body under the same key is refused. */
+  request_sha256: string;
+  document_id: string;
+  created_at: string;
 }

@@ -31,14 +31,16 @@ export interface UserImport {
 export interface RoomImport {
   id: string;
   name: string;
-  members: string[];
+  /** Replaces the member list; undefined when the file leaves it out (the stored list stays). */
+  members: string[] | undefined;
   path: string;
 }
 
 export interface OrganizationImport {
   id: string;
   name: string;
-  externalSignatories: boolean;
+  /** Undefined when the file leaves it out: false for a new organization, unchanged otherwise. */
+  externalSignatories: boolean | undefined;
   users: UserImport[];
   rooms: RoomImport[];
 }
@@ -63,7 +65,15 @@ export interface DirectoryFile {
   externalMembers: MemberReference[];
 }
 
-export type ValidationResult = { ok: true; file: DirectoryFile } | { ok: false; problems: ImportProblem[] };
+/**
+ * The file's valid parts and every problem found. With problems the file must
+ * not be applied, but its valid parts can still be checked against the
+ * database, so one run reports everything.
+ */
+export interface ValidationResult {
+  file: DirectoryFile;
+  problems: ImportProblem[];
+}
 
 type Json = Record<string, unknown>;
 
@@ -113,6 +123,11 @@ function stringAt(parent: Json, key: string, path: string, max: number, problems
   return value;
 }
 
+/** Text that cannot be stored faithfully or shown: control characters, unpaired surrogates. */
+function unprintable(value: string): boolean {
+  return /\p{Cc}/u.test(value) || !value.isWellFormed();
+}
+
 function nullableNameAt(parent: Json, key: string, path: string, problems: Collector): string | null {
   const value = parent[key];
   if (value === undefined || value === null) return null;
@@ -120,15 +135,19 @@ function nullableNameAt(parent: Json, key: string, path: string, problems: Colle
     problems.add(`${path}.${key}`, `must be a string of at most ${MAX_NAME_LENGTH} characters or null, got ${describe(value)}`);
     return null;
   }
+  if (unprintable(value)) {
+    problems.add(`${path}.${key}`, 'must not contain control characters or unpaired surrogates');
+    return null;
+  }
   return value;
 }
 
-function booleanAt(parent: Json, key: string, path: string, problems: Collector): boolean {
+function booleanAt(parent: Json, key: string, path: string, problems: Collector): boolean | undefined {
   const value = parent[key];
-  if (value === undefined) return false;
+  if (value === undefined || value === null) return undefined;
   if (typeof value !== 'boolean') {
     problems.add(`${path}.${key}`, `must be true or false, got ${describe(value)}`);
-    return false;
+    return undefined;
   }
   return value;
 }
@@ -142,11 +161,11 @@ function validateUser(raw: unknown, path: string, problems: Collector): UserImpo
   const firstname = nullableNameAt(raw, 'firstname', path, problems);
   const lastname = nullableNameAt(raw, 'lastname', path, problems);
   let email = stringAt(raw, 'email', path, MAX_EMAIL_LENGTH, problems, true);
-  if (email !== undefined && !EMAIL_PATTERN.test(email)) {
+  if (email !== undefined && (!EMAIL_PATTERN.test(email) || unprintable(email))) {
     problems.add(`${path}.email`, `must be an email address (local@domain, no spaces), got ${describe(email)}`);
     email = undefined;
   }
-  const external = booleanAt(raw, 'external', path, problems);
+  const external = booleanAt(raw, 'external', path, problems) ?? false;
   const status = raw['status'] ?? 'active';
   if (status !== 'active' && status !== 'pending') {
     problems.add(`${path}.status`, `must be "active" or "pending", got ${describe(status)}`);
@@ -163,6 +182,7 @@ function validateRoom(raw: unknown, path: string, problems: Collector): RoomImpo
   const id = idAt(raw, path, 'room', problems);
   const name = stringAt(raw, 'name', path, MAX_NAME_LENGTH, problems, false) ?? id;
   const members: string[] = [];
+  const listed = raw['members'] !== undefined;
   arrayAt(raw, 'members', path, problems).forEach((member, index) => {
     if (typeof member !== 'string' || !ID_PATTERN.test(member)) {
       problems.add(`${path}.members[${index}]`, `must be a user id, got ${describe(member)}`);
@@ -171,7 +191,7 @@ function validateRoom(raw: unknown, path: string, problems: Collector): RoomImpo
     }
   });
   if (id === undefined || name === undefined) return undefined;
-  return { id, name, members: [...new Set(members)], path };
+  return { id, name, members: listed ? [...new Set(members)] : undefined, path };
 }
 
 function validateOrganization(raw: unknown, path: string, problems: Collector, externalMembers: MemberReference[]): OrganizationImport | undefined {
@@ -181,7 +201,7 @@ function validateOrganization(raw: unknown, path: string, problems: Collector, e
   }
   const id = idAt(raw, path, 'organization', problems);
   const name = stringAt(raw, 'name', path, MAX_NAME_LENGTH, problems, false) ?? id;
-  let externalSignatories = false;
+  let externalSignatories: boolean | undefined;
   const settings = raw['settings'];
   if (settings !== undefined) {
     if (isObject(settings)) externalSignatories = booleanAt(settings, 'externalSignatories', `${path}.settings`, problems);
@@ -191,8 +211,12 @@ function validateOrganization(raw: unknown, path: string, problems: Collector, e
   const users: UserImport[] = [];
   const pathOfUserId = new Map<string, string>();
   const pathOfEmail = new Map<string, string>();
+  /** Ids of every user the file lists, even one with problems elsewhere: members may name them. */
+  const listedUserIds = new Set<string>();
   arrayAt(raw, 'users', path, problems).forEach((rawUser, index) => {
     const userPath = `${path}.users[${index}]`;
+    const rawId = isObject(rawUser) ? rawUser['id'] : undefined;
+    if (typeof rawId === 'string') listedUserIds.add(rawId);
     const user = validateUser(rawUser, userPath, problems);
     if (user === undefined) return;
     const sameId = pathOfUserId.get(user.id);
@@ -219,13 +243,13 @@ function validateOrganization(raw: unknown, path: string, problems: Collector, e
     }
     pathOfRoomId.set(room.id, roomPath);
     rooms.push(room);
-    if (id === undefined) return;
-    room.members.forEach((member) => {
-      if (!pathOfUserId.has(member)) {
-        const memberIndex = (rawRoom as Json)['members'] as unknown[];
-        externalMembers.push({ orgId: id, userId: member, path: `${roomPath}.members[${memberIndex.indexOf(member)}]` });
+    if (id === undefined || room.members === undefined) return;
+    const rawMembers = (rawRoom as Json)['members'] as unknown[];
+    for (const member of room.members) {
+      if (!listedUserIds.has(member)) {
+        externalMembers.push({ orgId: id, userId: member, path: `${roomPath}.members[${rawMembers.indexOf(member)}]` });
       }
-    });
+    }
   });
 
   if (id === undefined || name === undefined) return undefined;
@@ -266,7 +290,7 @@ export function validateDirectoryFile(data: unknown): ValidationResult {
   const problems = new Collector();
   if (!isObject(data)) {
     problems.add('$', `the file must hold a JSON object, got ${describe(data)}`);
-    return { ok: false, problems: problems.problems };
+    return { file: { organizations: [], credentials: [], externalMembers: [] }, problems: problems.problems };
   }
   const externalMembers: MemberReference[] = [];
   const organizations: OrganizationImport[] = [];
@@ -299,8 +323,7 @@ export function validateDirectoryFile(data: unknown): ValidationResult {
     credentials.push(credential);
   });
 
-  if (problems.problems.length > 0) return { ok: false, problems: problems.problems };
-  return { ok: true, file: { organizations, credentials, externalMembers } };
+  return { file: { organizations, credentials, externalMembers }, problems: problems.problems };
 }
 
 /** Parses the text of a directory file: invalid JSON is one problem at `$`. */
@@ -309,7 +332,10 @@ export function parseDirectoryFile(text: string): ValidationResult {
   try {
     data = JSON.parse(text);
   } catch (error) {
-    return { ok: false, problems: [{ path: '$', message: `not valid JSON: ${(error as Error).message}` }] };
+    return {
+      file: { organizations: [], credentials: [], externalMembers: [] },
+      problems: [{ path: '$', message: `not valid JSON: ${(error as Error).message}` }],
+    };
   }
   return validateDirectoryFile(data);
 }

@@ -22,6 +22,7 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       security: [{ basicAuth: [] }],
       tags: [
         { name: 'signatories', description: 'Who can be chosen for a signing room' },
+        { name: 'documents', description: 'Documents of a signing room' },
         { name: 'operations', description: 'Health and API description (no authentication)' },
       ],
     },

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEMS, ProblemError, problemBody, type ParameterError, type ProblemCode } from '../errors.ts';
 
@@ -95,4 +96,37 @@ export function watchAllowedMethods(app: FastifyInstance, skipPrefix: string): (
       });
     }
   };
+}
+
+/**
+ * Errors Fastify meets before routing (a URL that is not valid percent-encoding,
+ * a path segment longer than any id): answered as problem details too.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    sendProblem(reply, 'malformed-request', 'The URL is not valid: it has a malformed percent-encoding.');
+  } else {
+    sendProblem(reply, 'route-not-found', 'No resource at this URL.');
+  }
+}
+
+/**
+ * Errors Node's HTTP parser meets before there is a request (headers too large,
+ * a request that never completes, bytes that are not HTTP): a problem details
+ * answer written on the socket, which is then closed.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: ProblemCode =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request-timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? 'headers-too-large' : 'malformed-request';
+  const { status, title } = PROBLEMS[code];
+  const body = JSON.stringify(problemBody(code, code === 'malformed-request' ? 'The request is not valid HTTP.' : title, '/'));
+  if (socket.writable) {
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\nConnection: close\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  } else {
+    socket.destroy(error);
+  }
 }

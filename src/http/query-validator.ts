@@ -1,4 +1,4 @@
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
 import { ProblemError, type ParameterError } from '../errors.ts';
 
 /**
@@ -11,6 +11,8 @@ import { ProblemError, type ParameterError } from '../errors.ts';
 
 interface PropertySchema {
   type?: string;
+  pattern?: string;
+  maxLength?: number;
   enum?: readonly string[];
   minimum?: number;
   maximum?: number;
@@ -46,6 +48,12 @@ function parseValue(text: string, schema: PropertySchema): Parsed {
       return { ok: false, message: `must be true or false, got "${preview(text)}"` };
     }
     default: {
+      if (schema.maxLength !== undefined && text.length > schema.maxLength) {
+        return { ok: false, message: `must be at most ${schema.maxLength} characters` };
+      }
+      if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(text)) {
+        return { ok: false, message: `must match ${schema.pattern}` };
+      }
       if (schema.enum === undefined) return { ok: true, value: text };
       const match = schema.enum.find((allowed) => allowed.toLowerCase() === text.toLowerCase());
       if (match !== undefined) return { ok: true, value: match };
@@ -58,19 +66,22 @@ function preview(text: string): string {
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }
 
-/** Compiles a validator for a query-string or path-parameter object schema. */
-export const compileTextParameters: FastifySchemaCompiler<ObjectSchema> = ({ schema }) => {
+/** Compiles a validator for a query-string, header or path-parameter object schema. */
+export const compileTextParameters: FastifySchemaCompiler<FastifySchema> = (route) => {
+  const schema = route.schema as ObjectSchema;
   const properties = Object.entries(schema.properties ?? {});
   const required = new Set(schema.required ?? []);
   return (data: unknown) => {
     const input = (data ?? {}) as Record<string, unknown>;
-    const value: Record<string, unknown> = Object.create(null);
+    // Undeclared entries (other headers, unknown query parameters) pass through untouched.
+    const value: Record<string, unknown> = Object.assign(Object.create(null), input);
     const errors: ParameterError[] = [];
     for (const [name, property] of properties) {
       const raw = Object.hasOwn(input, name) ? input[name] : undefined;
       if (raw === undefined) {
         if (required.has(name)) errors.push({ parameter: name, message: 'is required' });
         else if (property.default !== undefined) value[name] = property.default;
+        else delete value[name];
         continue;
       }
       if (typeof raw !== 'string') {

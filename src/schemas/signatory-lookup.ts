@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { pageOf, PageQuery } from './page.ts';
 import { PURPOSES, SORT_DIRECTIONS, SORT_FIELDS } from '../domain/signatory-rules.ts';
 
 const ID_DESCRIPTION = 'Identifier: letters, digits, ".", "_", "-"; 1–64 characters';
@@ -20,15 +21,7 @@ export const LookupQuery = Type.Object({
         'three, ignoring case and accents. All characters are literal.',
     }),
   ),
-  page: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, default: 0, description: 'Zero-based page index' })),
-  size: Type.Optional(
-    Type.Integer({
-      format: 'int32',
-      minimum: 1,
-      default: 2000,
-      description: 'Items per page; values above the maximum page size (SIGNROOM_MAX_PAGE_SIZE) are clamped to it',
-    }),
-  ),
+  ...PageQuery,
   sortBy: Type.Optional(
     stringEnum(SORT_FIELDS, { default: 'lastname', description: 'Field to sort by (any letter case)' }),
   ),
@@ -47,8 +40,6 @@ export const LookupQuery = Type.Object({
   purpose: Type.Optional(stringEnum(PURPOSES, { description: 'Filters by the purpose of the request (any letter case)' })),
 });
 
-const SortObject = Type.Object({ empty: Type.Boolean(), sorted: Type.Boolean(), unsorted: Type.Boolean() });
-
 export const Signatory = Type.Object(
   {
     displayName: Type.String({ description: 'First and last name, or the email when both are empty' }),
@@ -61,26 +52,7 @@ export const Signatory = Type.Object(
   { title: 'Signatory' },
 );
 
-export const SignatoryPage = Type.Object(
-  {
-    content: Type.Array(Signatory),
-    empty: Type.Boolean(),
-    first: Type.Boolean(),
-    last: Type.Boolean(),
-    number: Type.Integer({ description: 'Zero-based page index' }),
-    numberOfElements: Type.Integer(),
-    size: Type.Integer({ description: 'Effective page size' }),
-    totalElements: Type.Integer(),
-    totalPages: Type.Integer(),
-    sort: SortObject,
-    pageable: Type.Object({
-      offset: Type.Integer(),
-      pageNumber: Type.Integer(),
-      pageSize: Type.Integer(),
-      paged: Type.Boolean(),
-      unpaged: Type.Boolean(),
-      sort: SortObject,
-    }),
-  },
-  { title: 'SignatoryPage', description: 'A Spring Data page of signatories' },
-);
+export const SignatoryPage = pageOf(Signatory, {
+  title: 'SignatoryPage',
+  description: 'A Spring Data page of signatories',
+});

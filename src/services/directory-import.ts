@@ -39,8 +39,9 @@ function chunks<T>(items: readonly T[], size = BATCH): T[][] {
  * need the database (members and emails of users imported earlier) run inside
  * the same transaction; any problem rolls everything back.
  */
-export async function importDirectory(db: Kysely<Database>, file: DirectoryFile): Promise<ImportCounts> {
-  const hashed = await Promise.all(
+export async function importDirectory(db: Kysely<Database>, file: DirectoryFile, fileProblems: readonly ImportProblem[] = []): Promise<ImportCounts> {
+  if (fileProblems.length > 0 && !needsDatabaseChecks(file)) throw new ImportRejected([...fileProblems]);
+  const hashed = fileProblems.length > 0 ? [] : await Promise.all(
     file.credentials.map(async (credential) => ({
       username: credential.username,
       passwordHash: await hashPassword(credential.password),
@@ -49,7 +50,7 @@ export async function importDirectory(db: Kysely<Database>, file: DirectoryFile)
   );
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
-    const problems: ImportProblem[] = [];
+    const problems: ImportProblem[] = [...fileProblems];
     for (const organization of file.organizations) {
       problems.push(...(await conflictsWithDatabase(trx, organization, file)));
     }
@@ -60,6 +61,11 @@ export async function importDirectory(db: Kysely<Database>, file: DirectoryFile)
     for (const credential of hashed) await upsertCredential(trx, credential);
   });
   return counts;
+}
+
+/** Whether the file's valid parts name anything the database must confirm (members, emails). */
+function needsDatabaseChecks(file: DirectoryFile): boolean {
+  return file.externalMembers.length > 0 || file.organizations.some((organization) => organization.users.length > 0);
 }
 
 async function conflictsWithDatabase(trx: Transaction<Database>, organization: OrganizationImport, file: DirectoryFile): Promise<ImportProblem[]> {
@@ -101,13 +107,15 @@ async function conflictsWithDatabase(trx: Transaction<Database>, organization: O
 
 async function upsertOrganization(trx: Transaction<Database>, organization: OrganizationImport, counts: ImportCounts): Promise<void> {
   const orgId = organization.id;
+  const setting = organization.externalSignatories;
   await trx
     .insertInto('organizations')
-    .values({ id: orgId, name: organization.name, external_signatories: organization.externalSignatories ? 1 : 0 })
+    .values({ id: orgId, name: organization.name, external_signatories: setting === true ? 1 : 0 })
     .onConflict((oc) =>
       oc.column('id').doUpdateSet((eb) => ({
         name: eb.ref('excluded.name'),
-        external_signatories: eb.ref('excluded.external_signatories'),
+        // Left out of the file: the stored setting stays.
+        external_signatories: setting === undefined ? eb.ref('organizations.external_signatories') : eb.ref('excluded.external_signatories'),
         directory_version: eb(eb.ref('organizations.directory_version'), '+', 1),
       })),
     )
@@ -172,6 +180,8 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
       .values({ org_id: orgId, id: room.id, name: room.name })
       .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
       .execute();
+    counts.rooms += 1;
+    if (room.members === undefined) continue;
     await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
     for (const batch of chunks(room.members)) {
       await trx
@@ -179,7 +189,6 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
         .values(batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })))
         .execute();
     }
-    counts.rooms += 1;
     counts.members += room.members.length;
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { searchTerms } from '../domain/fold.ts';
@@ -101,7 +102,8 @@ export class SignatoryLookup {
   }
 
   async #count(criteria: CandidateCriteria, directoryVersion: number): Promise<number> {
-    const key = JSON.stringify([directoryVersion, criteria]);
+    // Hashed, so a 10,000-character query costs the cache no more than a short one.
+    const key = createHash('sha256').update(JSON.stringify([directoryVersion, criteria])).digest('base64');
     const cached = this.#counts.get(key);
     if (cached !== undefined) return cached;
     const count = await countSignatories(this.#db, criteria);

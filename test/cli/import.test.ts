@@ -95,6 +95,23 @@ describe('bin/signroom import', () => {
       ],
     ],
     [
+      'problems in the file and against the database at once',
+      {
+        organizations: [
+          {
+            ...ACME,
+            users: [...ACME.users, { id: 'u8', email: 'broken' }, { id: 'u9', firstname: 'Bad\u0007', email: 'bell@acme.example' }],
+            rooms: [{ id: 'board', name: 'Board', members: ['u1', 'u8', 'nobody'] }],
+          },
+        ],
+      },
+      [
+        /^\$\.organizations\[0\]\.users\[4\]\.email: must be an email address/m,
+        /^\$\.organizations\[0\]\.users\[5\]\.firstname: must not contain control characters/m,
+        /^\$\.organizations\[0\]\.rooms\[0\]\.members\[2\]: unknown user id "nobody"/m,
+      ],
+    ],
+    [
       'an email that belongs to another stored user',
       { organizations: [{ id: 'acme', name: 'Acme AG', users: [{ id: 'new', email: 'Zoe@ACME.example' }] }] },
       [/^\$\.organizations\[0\]\.users\[0\]\.email: email "Zoe@ACME.example" already belongs to user "u4"/m],
@@ -127,6 +144,17 @@ describe('bin/signroom import', () => {
     assert.equal(result.code, 0, result.stderr);
     const emails = snapshot()[1]!.filter((row) => (row as { org_id: string }).org_id === 'acme').map((row) => `${(row as { id: string }).id}=${(row as { email: string }).email}`);
     assert.ok(emails.includes('u1=zoe@acme.example') && emails.includes('u4=anna@acme.example'), emails.join());
+  });
+
+  it('keeps stored members and settings that a file leaves out', async () => {
+    const result = await runCli(['import', write('partial.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'board', name: 'Board' }] }] })], env());
+    assert.equal(result.code, 0, result.stderr);
+    const [organizations, , , members] = snapshot();
+    assert.equal((organizations!.find((row) => (row as { id: string }).id === 'acme') as { external_signatories: number }).external_signatories, 1);
+    assert.deepEqual(
+      members!.filter((row) => (row as { room_id: string }).room_id === 'board').map((row) => (row as { user_id: string }).user_id),
+      ['u1'],
+    );
   });
 
   it('accepts members imported by an earlier file', async () => {

@@ -37,7 +37,7 @@ export async function startTestApp(env: Record<string, string> = {}, now?: () =>
     dataDir,
     async importDirectory(file) {
       const result = validateDirectoryFile(file);
-      if (!result.ok) throw new Error(`invalid test directory: ${JSON.stringify(result.problems)}`);
+      if (result.problems.length > 0) throw new Error(`invalid test directory: ${JSON.stringify(result.problems)}`);
       const handle = openDatabase(config);
       try {
         await migrateToLatest(handle.db);

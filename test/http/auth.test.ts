@@ -85,6 +85,23 @@ describe('authentication and scope', () => {
     assert.ok(timings[1]! >= 100, `second failure took ${timings[1]} ms`);
   });
 
+  it('does not let attempts sent all at once slip past the limit', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => lookup(basic('acme-admin', `parallel-guess-${i}`))),
+    );
+    const statuses = answers.map((response) => response.statusCode);
+    assert.ok(statuses.filter((status) => status === 401).length <= 3, statuses.join());
+    assert.ok(statuses.includes(429), statuses.join());
+    clock += 61_000;
+    assert.equal((await lookup(basic('acme-admin', ACME_PASSWORD))).statusCode, 200);
+  });
+
+  it('answers overlong credentials without tracking them', async () => {
+    const response = await lookup(basic('x'.repeat(5000), 'y'));
+    assert.equal(response.statusCode, 401);
+    assert.equal(response.headers['www-authenticate'], CHALLENGE);
+  });
+
   it('stops accepting a revoked or changed credential at once, despite the cache', async () => {
     const header = basic('root', 'root-password');
     assert.equal((await lookup(header)).statusCode, 200);

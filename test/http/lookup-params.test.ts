@@ -113,6 +113,8 @@ describe('lookup parameters and scoping', () => {
     assert.deepEqual(await emails('"'), []);
     assert.deepEqual(await emails('*'), []);
     assert.deepEqual(await emails('😀'), []);
+    assert.deepEqual(await emails('ann\u0000'), []);
+    assert.deepEqual(await emails('\u0000\u0000\u0000 anna'), []);
     assert.deepEqual(await emails('MULLER anna'), ['anna@acme.example']);
     assert.deepEqual(await emails('zoe'), ['zoe@acme.example']);
   });

@@ -1,0 +1,184 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { RenderBudget } from '../config.ts';
+import type { DocumentType } from '../domain/payload.ts';
+import type { RenderJob, WorkerMessage } from './render-protocol.ts';
+
+/** What rendering page 1 of a document gave. */
+export type RenderOutcome =
+  | { kind: 'thumbnail'; png: Buffer; pageCount: number }
+  /** Opened, but page 1 could not be drawn within the budget: store it with a placeholder. */
+  | { kind: 'placeholder'; pageCount: number; detail: string }
+  | { kind: 'encrypted'; detail: string }
+  | { kind: 'unreadable'; detail: string };
+
+const WORKER = fileURLToPath(new URL('./render-worker.ts', import.meta.url));
+const MEMORY_POLL_MS = 20;
+/** Lowest CPU priority: renders use idle CPU, the API keeps its share. */
+const WORKER_NICENESS = 19;
+
+interface Pending {
+  job: RenderJob;
+  resolve(outcome: RenderOutcome): void;
+}
+
+interface Running extends Pending {
+  pageCount: number | undefined;
+  timer: NodeJS.Timeout;
+  poll: NodeJS.Timeout;
+}
+
+class Worker {
+  readonly child: ChildProcess;
+  running: Running | undefined;
+
+  constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
+    this.child = fork(WORKER, [], {
+      execArgv: ['--max-old-space-size=512', '--disable-warning=ExperimentalWarning'],
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    });
+    if (this.child.pid !== undefined) {
+      try {
+        setPriority(this.child.pid, WORKER_NICENESS);
+      } catch {
+        // Not permitted here: renders then compete at normal priority.
+      }
+    }
+    this.child.on('message', (message: WorkerMessage) => onMessage(this, message));
+    this.child.on('exit', () => onExit(this));
+  }
+}
+
+/**
+ * A pool of render worker processes. Each render runs under a time limit and a
+ * resident-memory limit (polled from /proc); a worker that exceeds either, or
+ * dies, is killed and replaced, and the render ends as a placeholder when the
+ * document had opened, or as unreadable when it never did.
+ */
+export class RenderPool {
+  readonly #budget: RenderBudget;
+  readonly #workers = new Set<Worker>();
+  readonly #queue: Pending[] = [];
+  #nextId = 1;
+  #closed = false;
+
+  constructor(budget: RenderBudget) {
+    this.#budget = budget;
+    for (let i = 0; i < budget.workers; i++) this.#spawn();
+  }
+
+  /** Whether every worker process is up. */
+  get ready(): boolean {
+    return !this.#closed && [...this.#workers].every((worker) => worker.child.connected);
+  }
+
+  /** Renders page 1 of a document at the given width. */
+  render(mediaType: DocumentType, bytes: Buffer, width: number): Promise<RenderOutcome> {
+    if (this.#closed) return Promise.reject(new Error('render pool is closed'));
+    return new Promise((resolve) => {
+      this.#queue.push({ job: { id: this.#nextId++, mediaType, bytes, width }, resolve });
+      this.#dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const pending of this.#queue.splice(0)) pending.resolve({ kind: 'unreadable', detail: 'the server is shutting down' });
+    const exits = [...this.#workers].map(
+      (worker) => new Promise<void>((resolve) => (worker.child.exitCode !== null ? resolve() : worker.child.once('exit', () => resolve()))),
+    );
+    for (const worker of this.#workers) worker.child.kill('SIGKILL');
+    await Promise.all(exits);
+  }
+
+  #spawn(): void {
+    const worker = new Worker(
+      (w, message) => this.#onMessage(w, message),
+      (w) => this.#onExit(w),
+    );
+    this.#workers.add(worker);
+  }
+
+  #dispatch(): void {
+    for (const worker of this.#workers) {
+      if (this.#queue.length === 0) return;
+      if (worker.running !== undefined || !worker.child.connected) continue;
+      const pending = this.#queue.shift()!;
+      const running: Running = {
+        ...pending,
+        pageCount: undefined,
+        timer: setTimeout(() => this.#abort(worker, `rendering took longer than ${this.#budget.timeoutMs} ms`), this.#budget.timeoutMs),
+        poll: setInterval(() => void this.#checkMemory(worker), MEMORY_POLL_MS),
+      };
+      worker.running = running;
+      worker.child.send(pending.job);
+    }
+  }
+
+  #onMessage(worker: Worker, message: WorkerMessage): void {
+    const running = worker.running;
+    if (running === undefined || running.job.id !== message.id) return;
+    if (message.stage === 'opened') {
+      running.pageCount = message.pageCount;
+      return;
+    }
+    if (message.stage === 'rendered') {
+      this.#finish(worker, { kind: 'thumbnail', png: Buffer.from(message.png), pageCount: running.pageCount ?? 1 });
+    } else if (message.reason === 'encrypted') {
+      this.#finish(worker, { kind: 'encrypted', detail: message.detail });
+    } else if (message.reason === 'unreadable' || running.pageCount === undefined) {
+      this.#finish(worker, { kind: 'unreadable', detail: message.detail });
+    } else {
+      this.#finish(worker, { kind: 'placeholder', pageCount: running.pageCount, detail: message.detail });
+    }
+  }
+
+  #finish(worker: Worker, outcome: RenderOutcome): void {
+    const running = worker.running;
+    if (running === undefined) return;
+    clearTimeout(running.timer);
+    clearInterval(running.poll);
+    worker.running = undefined;
+    running.resolve(outcome);
+    this.#dispatch();
+  }
+
+  /** Ends the worker's render on a budget overrun; the exit handler replaces the worker. */
+  #abort(worker: Worker, detail: string): void {
+    const running = worker.running;
+    if (running === undefined) return;
+    this.#finish(
+      worker,
+      running.pageCount === undefined
+        ? { kind: 'unreadable', detail: `the document could not be opened: ${detail}` }
+        : { kind: 'placeholder', pageCount: running.pageCount, detail },
+    );
+    worker.child.kill('SIGKILL');
+  }
+
+  async #checkMemory(worker: Worker): Promise<void> {
+    const pid = worker.child.pid;
+    if (pid === undefined || worker.running === undefined) return;
+    try {
+      const statm = await readFile(`/proc/${pid}/statm`, 'utf8');
+      const residentBytes = Number(statm.split(' ')[1]) * 4096;
+      if (residentBytes > this.#budget.memoryBytes) {
+        this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`);
+      }
+    } catch {
+      // The process is gone; the exit handler deals with it.
+    }
+  }
+
+  #onExit(worker: Worker): void {
+    this.#workers.delete(worker);
+    if (worker.running !== undefined) this.#abort(worker, 'the renderer stopped unexpectedly');
+    if (!this.#closed) {
+      this.#spawn();
+      this.#dispatch();
+    }
+  }
+}

@@ -1,0 +1,184 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import { effectivePageSize } from '../domain/paging.ts';
+import {
+  DocumentListQuery,
+  DocumentMetadata,
+  DocumentPage,
+  DocumentPathParams,
+  UploadBody,
+  UploadHeaders,
+  UploadResponse,
+} from '../schemas/documents.ts';
+import { problemResponses } from '../schemas/problem.ts';
+import { RoomPathParams } from '../schemas/signatory-lookup.ts';
+import type { DocumentService } from '../services/documents.ts';
+
+export interface DocumentRouteOptions {
+  documents: DocumentService;
+  maxPageSize: number;
+  maxDocumentBytes: number;
+  /** Path prefix of the API, for Location headers (not "prefix": Fastify would take that as the route prefix). */
+  apiPrefix: string;
+}
+
+/** Request bodies beyond this cannot hold a valid payload: refused (413) before they are read whole. */
+export function uploadBodyLimit(maxDocumentBytes: number): number {
+  const base64 = Math.ceil(maxDocumentBytes / 3) * 4;
+  // Line breaks every 76 characters (MIME style) add 2/76; allow for a data URI, a name and JSON.
+  return Math.ceil(base64 * (1 + 2 / 64)) + 64 * 1024;
+}
+
+const ROOM = '/organizations/:organizationId/rooms/:signingRoomId/documents';
+const DOCUMENT = `${ROOM}/:documentId`;
+
+/** Seed operation 2 (upload) and the retrieval routes that follow from it. */
+export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = async (app, options) => {
+  const { documents } = options;
+
+  app.post(
+    ROOM,
+    {
+      bodyLimit: uploadBodyLimit(options.maxDocumentBytes),
+      schema: {
+        operationId: 'uploadDocument',
+        tags: ['documents'],
+        summary: 'Upload a document (base64 in JSON) and get its id and a thumbnail of page 1',
+        params: RoomPathParams,
+        headers: UploadHeaders,
+        body: UploadBody,
+        response: {
+          201: { ...UploadResponse, description: 'Stored; the Location header names the document' },
+          ...problemResponses(400, 401, 403, 404, 413, 415, 422, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { organizationId, signingRoomId } = request.params;
+      const result = await documents.upload({
+        orgId: organizationId,
+        roomId: signingRoomId,
+        username: request.username ?? '',
+        payload: request.body.payload,
+        name: request.body.name,
+        idempotencyKey: request.headers['idempotency-key'],
+      });
+      const location = `${options.apiPrefix}/organizations/${encodeURIComponent(organizationId)}/rooms/${encodeURIComponent(signingRoomId)}/documents/${result.id}`;
+      return reply
+        .code(201)
+        .header('location', location)
+        .send({ id: result.id, thumbnail: `data:image/png;base64,${Buffer.from(result.thumbnailPng).toString('base64')}` });
+    },
+  );
+
+  app.get(
+    ROOM,
+    {
+      schema: {
+        operationId: 'listDocuments',
+        tags: ['documents'],
+        summary: "A page of the room's documents, newest first",
+        params: RoomPathParams,
+        querystring: DocumentListQuery,
+        response: { 200: DocumentPage, ...problemResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const { organizationId, signingRoomId } = request.params;
+      const query = request.query as { page: number; size: number };
+      return documents.list(organizationId, signingRoomId, query.page, effectivePageSize(query.size, options.maxPageSize));
+    },
+  );
+
+  app.get(
+    DOCUMENT,
+    {
+      schema: {
+        operationId: 'getDocument',
+        tags: ['documents'],
+        summary: "A document's metadata",
+        params: DocumentPathParams,
+        response: { 200: DocumentMetadata, ...problemResponses(401, 403, 404, 429) },
+      },
+    },
+    async (request) => documents.metadata(request.params.organizationId, request.params.signingRoomId, request.params.documentId),
+  );
+
+  app.get(
+    `${DOCUMENT}/content`,
+    {
+      schema: {
+        operationId: 'getDocumentContent',
+        tags: ['documents'],
+        summary: 'The original bytes, with their media type and an ETag (If-None-Match answers 304)',
+        params: DocumentPathParams,
+        response: {
+          200: { description: 'The bytes', content: { 'application/pdf': { schema: Type.String({ format: 'binary' }) } } },
+          304: { description: 'Not modified', type: 'null' },
+          ...problemResponses(401, 403, 404, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { metadata, bytes } = await documents.content(request.params.organizationId, request.params.signingRoomId, request.params.documentId);
+      const etag = `"${metadata.sha256}"`;
+      const raw = binary(reply);
+      raw.header('etag', etag).header('cache-control', 'private, no-cache');
+      if (matchesEtag(request.headers['if-none-match'], etag)) return raw.code(304).send();
+      if (metadata.name !== null) raw.header('content-disposition', `inline; filename*=UTF-8''${encodeURIComponent(metadata.name)}`);
+      return raw.type(metadata.mediaType).send(bytes);
+    },
+  );
+
+  app.get(
+    `${DOCUMENT}/thumbnail`,
+    {
+      schema: {
+        operationId: 'getDocumentThumbnail',
+        tags: ['documents'],
+        summary: 'The thumbnail of page 1 (PNG)',
+        params: DocumentPathParams,
+        response: {
+          200: { description: 'PNG', content: { 'image/png': { schema: Type.String({ format: 'binary' }) } } },
+          ...problemResponses(401, 403, 404, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const png = await documents.thumbnail(request.params.organizationId, request.params.signingRoomId, request.params.documentId);
+      return binary(reply).type('image/png').send(Buffer.from(png));
+    },
+  );
+
+  app.delete(
+    DOCUMENT,
+    {
+      schema: {
+        operationId: 'deleteDocument',
+        tags: ['documents'],
+        summary: 'Delete a document',
+        params: DocumentPathParams,
+        response: { 204: { description: 'Deleted', type: 'null' }, ...problemResponses(401, 403, 404, 429) },
+      },
+    },
+    async (request, reply) => {
+      await documents.delete(request.params.organizationId, request.params.signingRoomId, request.params.documentId);
+      return binary(reply).code(204).send();
+    },
+  );
+};
+
+/** The reply without the JSON response typing, for bytes and empty bodies. */
+function binary(reply: unknown): FastifyReply {
+  return reply as FastifyReply;
+}
+
+/** RFC 9110 If-None-Match: `*` or a list of (possibly weak) entity tags. */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((candidate) => {
+    const tag = candidate.trim();
+    return tag === '*' || tag === etag || tag === `W/${etag}`;
+  });
+}

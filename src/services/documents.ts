@@ -1,0 +1,239 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import sharp from 'sharp';
+import type { Database, DocumentTable } from '../db/tables.ts';
+import type { BlobStore } from '../documents/blob-store.ts';
+import type { RenderPool } from '../documents/render-pool.ts';
+import { decodePayload, sniffDocumentType } from '../domain/payload.ts';
+import { toPage, type Page } from '../domain/paging.ts';
+import { ProblemError } from '../errors.ts';
+import { roomExists } from '../repositories/directory-repository.ts';
+import {
+  blobInUse,
+  countDocuments,
+  deleteDocument,
+  findDocument,
+  findIdempotencyKey,
+  findThumbnail,
+  insertDocument,
+  insertIdempotencyKey,
+  listDocuments,
+  referencedBlobs,
+  type DocumentRow,
+} from '../repositories/document-repository.ts';
+import { KeyedMutex } from './keyed-mutex.ts';
+
+/** A document's metadata as the API returns it. */
+export interface DocumentMetadata {
+  id: string;
+  name: string | null;
+  mediaType: string;
+  size: number;
+  sha256: string;
+  pageCount: number;
+  createdAt: string;
+  uploadedBy: string;
+  /** `rendered`: page 1 is shown; `placeholder`: it could not be rendered within the budget. */
+  thumbnail: 'rendered' | 'placeholder';
+}
+
+export interface UploadRequest {
+  orgId: string;
+  roomId: string;
+  username: string;
+  payload: string;
+  name?: string | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+export interface UploadResult {
+  id: string;
+  thumbnailPng: Uint8Array;
+}
+
+/**
+ * Uploads, reads and deletes documents. Bytes go to the blob store (durably)
+ * before the row commits, so an acknowledged upload survives a crash and an
+ * interrupted one leaves at most an orphan blob, removed at the next start.
+ */
+export class DocumentService {
+  readonly #db: Kysely<Database>;
+  readonly #blobs: BlobStore;
+  readonly #renderer: RenderPool;
+  readonly #maxBytes: number;
+  readonly #thumbnailWidth: number;
+  /** Serialises work on one blob (store + insert against delete + unlink) and on one idempotency key. */
+  readonly #locks = new KeyedMutex();
+  #placeholder: Promise<Buffer> | undefined;
+
+  constructor(db: Kysely<Database>, blobs: BlobStore, renderer: RenderPool, options: { maxBytes: number; thumbnailWidth: number }) {
+    this.#db = db;
+    this.#blobs = blobs;
+    this.#renderer = renderer;
+    this.#maxBytes = options.maxBytes;
+    this.#thumbnailWidth = options.thumbnailWidth;
+  }
+
+  /** Removes what a crash may have left: temporary files and blobs no document refers to. */
+  async recover(): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
+    const temporaryFiles = await this.#blobs.removeTemporaryFiles();
+    const referenced = await referencedBlobs(this.#db);
+    let orphanBlobs = 0;
+    for (const sha256 of await this.#blobs.list()) {
+      if (!referenced.has(sha256)) {
+        await this.#blobs.delete(sha256);
+        orphanBlobs++;
+      }
+    }
+    return { temporaryFiles, orphanBlobs };
+  }
+
+  /** Checks the payload (400, 413, 415), then the room (404), then renders and stores. */
+  async upload(request: UploadRequest): Promise<UploadResult> {
+    const decoded = decodePayload(request.payload);
+    if (!decoded.ok) {
+      throw new ProblemError('invalid-parameter', decoded.reason, { errors: [{ parameter: 'payload', message: decoded.reason }] });
+    }
+    const bytes = decoded.bytes;
+    if (bytes.length > this.#maxBytes) {
+      throw new ProblemError('payload-too-large', `The document is ${bytes.length} bytes; at most ${this.#maxBytes} are accepted.`);
+    }
+    const mediaType = sniffDocumentType(bytes);
+    if (mediaType === undefined) {
+      throw new ProblemError('unsupported-media-type', 'Only PDF documents and PNG or JPEG images are accepted (recognised by their content).');
+    }
+    await this.#requireRoom(request.orgId, request.roomId);
+    const requestSha256 = createHash('sha256').update(bytes).update('\0').update(request.name ?? '').digest('hex');
+    const key = request.idempotencyKey;
+    if (key === undefined) return this.#store(request, bytes, mediaType);
+    const scope = { orgId: request.orgId, roomId: request.roomId, username: request.username, key };
+    return this.#locks.run(`idempotency\0${JSON.stringify(scope)}`, async () => {
+      const earlier = await findIdempotencyKey(this.#db, scope);
+      if (earlier !== undefined) {
+        if (earlier.requestSha256 !== requestSha256) {
+          throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used for a different request body.');
+        }
+        const thumbnailPng = await findThumbnail(this.#db, request.orgId, request.roomId, earlier.documentId);
+        if (thumbnailPng !== undefined) return { id: earlier.documentId, thumbnailPng };
+      }
+      return this.#store(request, bytes, mediaType, { scope, requestSha256 });
+    });
+  }
+
+  async #store(
+    request: UploadRequest,
+    bytes: Buffer,
+    mediaType: 'application/pdf' | 'image/png' | 'image/jpeg',
+    idempotency?: { scope: { orgId: string; roomId: string; username: string; key: string }; requestSha256: string },
+  ): Promise<UploadResult> {
+    const outcome = await this.#renderer.render(mediaType, bytes, this.#thumbnailWidth);
+    if (outcome.kind === 'encrypted') throw new ProblemError('document-encrypted', 'The PDF needs a password to open; upload it without one.');
+    if (outcome.kind === 'unreadable') throw new ProblemError('document-unreadable', `The document cannot be opened: ${outcome.detail}`);
+    const thumbnail = outcome.kind === 'thumbnail' ? outcome.png : await this.#placeholderPng();
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const row: DocumentTable = {
+      id: randomUUID(),
+      org_id: request.orgId,
+      room_id: request.roomId,
+      name: request.name ?? null,
+      media_type: mediaType,
+      size_bytes: bytes.length,
+      sha256,
+      page_count: outcome.pageCount,
+      created_at: new Date().toISOString(),
+      uploaded_by: request.username,
+      thumbnail,
+      thumbnail_rendered: outcome.kind === 'thumbnail' ? 1 : 0,
+    };
+    await this.#locks.run(`blob\0${sha256}`, async () => {
+      await this.#blobs.put(bytes);
+      await this.#db.transaction().execute(async (trx) => {
+        await insertDocument(trx, row);
+        if (idempotency !== undefined) {
+          await insertIdempotencyKey(trx, idempotency.scope, { requestSha256: idempotency.requestSha256, documentId: row.id }, row.created_at);
+        }
+      });
+    });
+    return { id: row.id, thumbnailPng: thumbnail };
+  }
+
+  async list(orgId: string, roomId: string, page: number, size: number): Promise<Page<DocumentMetadata>> {
+    await this.#requireRoom(orgId, roomId);
+    const total = await countDocuments(this.#db, orgId, roomId);
+    const rows = page * size < total ? await listDocuments(this.#db, orgId, roomId, size, page * size) : [];
+    return toPage(rows.map(toMetadata), { page, size }, total);
+  }
+
+  async metadata(orgId: string, roomId: string, id: string): Promise<DocumentMetadata> {
+    return toMetadata(await this.#requireDocument(orgId, roomId, id));
+  }
+
+  async content(orgId: string, roomId: string, id: string): Promise<{ metadata: DocumentMetadata; bytes: Buffer }> {
+    const row = await this.#requireDocument(orgId, roomId, id);
+    const bytes = await this.#blobs.get(row.sha256);
+    if (bytes === undefined) throw new Error(`blob ${row.sha256} of document ${row.id} is missing`);
+    return { metadata: toMetadata(row), bytes };
+  }
+
+  async thumbnail(orgId: string, roomId: string, id: string): Promise<Uint8Array> {
+    await this.#requireRoom(orgId, roomId);
+    const png = await findThumbnail(this.#db, orgId, roomId, id);
+    if (png === undefined) throw notFound(id);
+    return png;
+  }
+
+  async delete(orgId: string, roomId: string, id: string): Promise<void> {
+    const row = await this.#requireDocument(orgId, roomId, id);
+    await this.#locks.run(`blob\0${row.sha256}`, async () => {
+      const sha256 = await deleteDocument(this.#db, orgId, roomId, id);
+      if (sha256 === undefined) throw notFound(id);
+      if (!(await blobInUse(this.#db, sha256))) await this.#blobs.delete(sha256);
+    });
+  }
+
+  async #requireRoom(orgId: string, roomId: string): Promise<void> {
+    if (!(await roomExists(this.#db, orgId, roomId))) {
+      throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
+    }
+  }
+
+  async #requireDocument(orgId: string, roomId: string, id: string): Promise<DocumentRow> {
+    await this.#requireRoom(orgId, roomId);
+    const row = await findDocument(this.#db, orgId, roomId, id);
+    if (row === undefined) throw notFound(id);
+    return row;
+  }
+
+  /** A neutral light-grey page, for documents whose page 1 could not be rendered. */
+  #placeholderPng(): Promise<Buffer> {
+    this.#placeholder ??= sharp({
+      create: {
+        width: this.#thumbnailWidth,
+        height: Math.round(this.#thumbnailWidth * Math.SQRT2),
+        channels: 3,
+        background: { r: 236, g: 236, b: 236 },
+      },
+    })
+      .png()
+      .toBuffer();
+    return this.#placeholder;
+  }
+}
+
+function notFound(id: string): ProblemError {
+  return new ProblemError('document-not-found', `Document "${id}" does not exist in this signing room.`);
+}
+
+function toMetadata(row: DocumentRow): DocumentMetadata {
+  return {
+    id: row.id,
+    name: row.name,
+    mediaType: row.media_type,
+    size: Number(row.size_bytes),
+    sha256: row.sha256,
+    pageCount: Number(row.page_count),
+    createdAt: row.created_at,
+    uploadedBy: row.uploaded_by,
+    thumbnail: Number(row.thumbnail_rendered) === 1 ? 'rendered' : 'placeholder',
+  };
+}

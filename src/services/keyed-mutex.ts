@@ -1,0 +1,16 @@
+/** Runs work for the same key one at a time, in arrival order; different keys run freely. */
+export class KeyedMutex {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  async run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    const result = previous.then(work, work);
+    const tail = result.catch(() => undefined);
+    this.#tails.set(key, tail);
+    try {
+      return await result;
+    } finally {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    }
+  }
+}

@@ -77,6 +77,8 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     reply.header('x-request-id', request.id);
   });
   app.setValidatorCompiler((route) => (route.httpPart === 'body' ? compileBody(route) : compileTextParameters(route)));
+  // Bodies are JSON only: without Fastify's text/plain parser, other types answer 415.
+  app.removeContentTypeParser('text/plain');
   installProblemHandlers(app);
   const addMethodNotAllowed = watchAllowedMethods(app, DOCS_PREFIX);
   await registerOpenApi(app, VERSION);

@@ -56,11 +56,15 @@ export type DocumentType = 'application/pdf' | 'image/png' | 'image/jpeg';
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** PDF readers accept junk before the header; so do we, within the first kilobyte. */
 const PDF_HEADER_WINDOW = 1024;
+/** A PDF object header (`1 0 obj`): readers also open files whose `%PDF-` line is missing. */
+const PDF_OBJECT = /(?:^|[\r\n])%?\s*\d{1,10}\s+\d{1,5}\s+obj\b/;
 
 /** What the bytes are, by their content, or undefined when not a supported type. */
 export function sniffDocumentType(bytes: Buffer): DocumentType | undefined {
   if (bytes.subarray(0, 8).equals(PNG_SIGNATURE)) return 'image/png';
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
-  if (bytes.subarray(0, PDF_HEADER_WINDOW).includes('%PDF-')) return 'application/pdf';
+  const head = bytes.subarray(0, PDF_HEADER_WINDOW);
+  if (head.includes('%PDF-')) return 'application/pdf';
+  if (bytes[0] === 0x25 && PDF_OBJECT.test(head.toString('latin1'))) return 'application/pdf';
   return undefined;
 }

@@ -63,9 +63,12 @@ describe('sniffDocumentType', () => {
     assert.equal(sniffDocumentType(Buffer.concat([Buffer.from('junk before header\n'), Buffer.from('%PDF-1.4')])), 'application/pdf');
     assert.equal(sniffDocumentType(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0])), 'image/png');
     assert.equal(sniffDocumentType(Buffer.from([0xff, 0xd8, 0xff, 0xe0])), 'image/jpeg');
+    // No %PDF- line, but a comment and PDF objects: readers (pdf.js, poppler) open these.
+    assert.equal(sniffDocumentType(Buffer.from('%\xe2\xe3\n1 0 obj\n<< /Type /Catalog >>', 'latin1')), 'application/pdf');
   });
   it('refuses anything else', () => {
     assert.equal(sniffDocumentType(Buffer.from('hello, world')), undefined);
+    assert.equal(sniffDocumentType(Buffer.from('1 0 obj, said the text file')), undefined);
     assert.equal(sniffDocumentType(Buffer.from([0x50, 0x4b, 0x03, 0x04])), undefined); // ZIP
     assert.equal(sniffDocumentType(Buffer.concat([Buffer.alloc(2000), Buffer.from('%PDF-1.4')])), undefined);
   });

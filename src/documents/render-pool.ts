@@ -33,6 +33,8 @@ interface Running extends Pending {
 class Worker {
   readonly child: ChildProcess;
   running: Running | undefined;
+  /** Set once the worker is being killed: it takes no more jobs. */
+  retired = false;
 
   constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
     this.child = fork(WORKER, [], {
@@ -49,6 +51,8 @@ class Worker {
     }
     this.child.on('message', (message: WorkerMessage) => onMessage(this, message));
     this.child.on('exit', () => onExit(this));
+    // A write to a worker that just died fails with EPIPE; its exit handler deals with the job.
+    this.child.on('error', () => undefined);
   }
 }
 
@@ -70,9 +74,9 @@ export class RenderPool {
     for (let i = 0; i < budget.workers; i++) this.#spawn();
   }
 
-  /** Whether every worker process is up. */
+  /** Whether a worker process is up to take renders. */
   get ready(): boolean {
-    return !this.#closed && [...this.#workers].every((worker) => worker.child.connected);
+    return !this.#closed && [...this.#workers].some((worker) => !worker.retired && worker.child.connected);
   }
 
   /** Renders page 1 of a document at the given width. */
@@ -105,7 +109,7 @@ export class RenderPool {
   #dispatch(): void {
     for (const worker of this.#workers) {
       if (this.#queue.length === 0) return;
-      if (worker.running !== undefined || !worker.child.connected) continue;
+      if (worker.running !== undefined || worker.retired || !worker.child.connected) continue;
       const pending = this.#queue.shift()!;
       const running: Running = {
         ...pending,
@@ -114,7 +118,11 @@ export class RenderPool {
         poll: setInterval(() => void this.#checkMemory(worker), MEMORY_POLL_MS),
       };
       worker.running = running;
-      worker.child.send(pending.job);
+      try {
+        worker.child.send(pending.job);
+      } catch {
+        this.#abort(worker, 'the renderer stopped unexpectedly');
+      }
     }
   }
 
@@ -150,6 +158,7 @@ export class RenderPool {
   #abort(worker: Worker, detail: string): void {
     const running = worker.running;
     if (running === undefined) return;
+    worker.retired = true;
     this.#finish(
       worker,
       running.pageCount === undefined

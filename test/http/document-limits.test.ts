@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/*
+ * Hostile documents are bounded in time and memory by the render pool: the
+ * render is killed, the worker replaced, the upload answered, the server unhurt.
+ */
+describe('render budget against hostile PDFs', () => {
+  let t: TestApp;
+  const TIMEOUT_MS = 3000;
+  const auth = basic('acme-admin', ACME_PASSWORD);
+  const upload = (pdf: Buffer) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      payload: JSON.stringify({ payload: pdf.toString('base64') }),
+    });
+  const metadataOf = async (id: string) =>
+    (await t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${id}`, headers: { authorization: auth } })).json();
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: String(TIMEOUT_MS), SIGNROOM_RENDER_MEMORY_MB: '400', SIGNROOM_RENDER_WORKERS: '1' });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('stores a decompression bomb with a placeholder once the render is stopped, and keeps serving', async () => {
+    // 200 KB that inflate to 104 MB of drawing operators.
+    const bomb = makePdf([{ width: 595, height: 842, content: '0 0 1 1 re f\n'.repeat(8_000_000), compress: true }]);
+    const started = performance.now();
+    const pending = upload(bomb);
+    // The API answers while the render runs.
+    const lookup = await t.app.inject({ url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
+    assert.equal(lookup.statusCode, 200);
+    const response = await pending;
+    assert.equal(response.statusCode, 201, response.body);
+    assert.ok(performance.now() - started < TIMEOUT_MS + 5000);
+    const metadata = await metadataOf(response.json().id);
+    assert.equal(metadata.thumbnail, 'placeholder');
+    assert.equal(metadata.pageCount, 1);
+    assert.equal(metadata.size, bomb.length);
+  });
+
+  it('answers cyclic page trees and deeply nested objects without crashing', async () => {
+    const cyclic = rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >>',
+    ]);
+    const nested = rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /Junk ${'['.repeat(100_000)}${']'.repeat(100_000)} >>`,
+    ]);
+    const negativeBox = makePdf([{ width: -500, height: -500, content: '0 0 0 rg 0 0 10 10 re f' }]);
+    for (const pdf of [cyclic, nested, negativeBox]) {
+      const response = await upload(pdf);
+      assert.ok([201, 422].includes(response.statusCode), response.body);
+      if (response.statusCode === 422) assert.equal(response.json().code, 'document-unreadable');
+    }
+  });
+
+  it('renders normally afterwards: the killed worker was replaced', async () => {
+    const response = await upload(topHalfBlackPdf());
+    assert.equal(response.statusCode, 201);
+    assert.equal((await metadataOf(response.json().id)).thumbnail, 'rendered');
+    assert.equal((await t.app.inject({ url: '/readyz' })).statusCode, 200);
+  });
+});

@@ -1,4 +1,10 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { FileBlobStore } from './documents/blob-store.ts';
+import { RenderPool } from './documents/render-pool.ts';
+import { ProblemError } from './errors.ts';
+import { DocumentService } from './services/documents.ts';
 import { loadConfig, ConfigError, type Config } from './config.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
@@ -18,6 +24,8 @@ Commands:
   credential set USER ORGS     Create or change a credential; ORGS is "*" or a comma-separated list of
                                organization ids; the password is read from SIGNROOM_PASSWORD or standard input
   credential revoke USER       Delete a credential (takes effect at once)
+  upload ORG ROOM FILE [--name NAME] [--as USER]
+                               Store a PDF, PNG or JPEG in a room as the API would (prints its id)
   help                         Show this text
 
 Configuration comes from environment variables (see README).`;
@@ -93,6 +101,53 @@ async function credentialCommand(config: Config, args: string[]): Promise<number
   throw new UsageError('expected: credential set USER ORGS | credential revoke USER');
 }
 
+async function uploadCommand(config: Config, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, as: { type: 'string', default: 'cli' } },
+  });
+  const [orgId, roomId, file] = positionals;
+  if (orgId === undefined || roomId === undefined || file === undefined || positionals.length > 3) {
+    throw new UsageError('expected: upload ORG ROOM FILE [--name NAME] [--as USER]');
+  }
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (error) {
+    console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return 1;
+  }
+  const renderer = new RenderPool({ ...config.render, workers: 1 });
+  try {
+    return await withDatabase(config, async (db) => {
+      const blobs = new FileBlobStore(path.join(config.dataDir, 'blobs'));
+      await blobs.init();
+      const documents = new DocumentService(db, blobs, renderer, { maxBytes: config.maxDocumentBytes, thumbnailWidth: config.thumbnailWidth });
+      try {
+        const result = await documents.upload({
+          orgId,
+          roomId,
+          username: values.as,
+          payload: bytes.toString('base64'),
+          name: values.name ?? path.basename(file),
+        });
+        const metadata = await documents.metadata(orgId, roomId, result.id);
+        console.log(JSON.stringify({ id: result.id, pageCount: metadata.pageCount, thumbnail: metadata.thumbnail }));
+        return 0;
+      } catch (error) {
+        if (error instanceof ProblemError) {
+          console.error(`${error.code}: ${error.message}`);
+          return 1;
+        }
+        throw error;
+      }
+    });
+  } finally {
+    await renderer.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -130,6 +185,8 @@ async function main(argv: string[]): Promise<number> {
       return loadDemo(config);
     case 'credential':
       return credentialCommand(config, args);
+    case 'upload':
+      return uploadCommand(config, args);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { SQLITE_FILE } from '../../src/db/database.ts';
 import { runCli } from '../helpers/cli.ts';
 import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
+import { topHalfBlackPdf } from '../helpers/pdf.ts';
 import { freshDataDir } from '../helpers/test-app.ts';
 
 describe('bin/signroom import', () => {
@@ -189,6 +190,24 @@ describe('bin/signroom import', () => {
     assert.equal((await runCli(['credential', 'revoke', 'alice'], env())).code, 1);
     assert.equal((await runCli(['credential', 'set', 'x:y', 'acme'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 1);
     assert.equal((await runCli(['credential', 'set', 'carol', 'bad org!'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 2);
+  });
+
+  it('uploads a document for a quick demo, and refuses what the API would refuse', async () => {
+    const pdf = write('hello.pdf', topHalfBlackPdf().toString('latin1'));
+    writeFileSync(pdf, topHalfBlackPdf());
+    const stored = await runCli(['upload', 'acme', 'board', pdf], env());
+    assert.equal(stored.code, 0, stored.stderr);
+    const printed = JSON.parse(stored.stdout) as { id: string; pageCount: number; thumbnail: string };
+    assert.deepEqual({ pageCount: printed.pageCount, thumbnail: printed.thumbnail }, { pageCount: 1, thumbnail: 'rendered' });
+    const row = new DatabaseSync(path.join(dataDir, SQLITE_FILE), { readOnly: true });
+    try {
+      assert.deepEqual({ ...row.prepare('SELECT name, uploaded_by FROM documents WHERE id = ?').get(printed.id) }, { name: 'hello.pdf', uploaded_by: 'cli' });
+    } finally {
+      row.close();
+    }
+    const text = await runCli(['upload', 'acme', 'board', path.join(dataDir, 'directory.json')], env());
+    assert.equal(text.code, 1);
+    assert.match(text.stderr, /^unsupported-media-type: /m);
   });
 
   it('names the file it cannot read', async () => {

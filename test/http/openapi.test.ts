@@ -37,6 +37,22 @@ describe('OpenAPI document and docs', () => {
     ]);
   });
 
+  it('describes the document routes, their bodies, headers and problems', async () => {
+    const doc = (await t.app.inject({ url: '/admin/api/v3/openapi.json' })).json();
+    const base = '/admin/api/v3/organizations/{organizationId}/rooms/{signingRoomId}/documents';
+    const upload = doc.paths[base].post;
+    assert.deepEqual(Object.keys(upload.requestBody.content), ['application/json']);
+    assert.deepEqual(upload.requestBody.content['application/json'].schema.required, ['payload']);
+    assert.ok(upload.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'idempotency-key'));
+    assert.deepEqual(Object.keys(upload.responses).sort(), ['201', '400', '401', '403', '404', '413', '415', '422', '429']);
+    assert.deepEqual(Object.keys(upload.responses['201'].content['application/json'].schema.properties).sort(), ['id', 'thumbnail']);
+    assert.ok(doc.paths[base].get);
+    assert.ok(doc.paths[`${base}/{documentId}`].get);
+    assert.ok(doc.paths[`${base}/{documentId}`].delete);
+    assert.ok(doc.paths[`${base}/{documentId}/content`].get.responses['304']);
+    assert.ok(doc.paths[`${base}/{documentId}/thumbnail`].get.responses['200'].content['image/png']);
+  });
+
   it('serves interactive docs at /docs', async () => {
     const response = await t.app.inject({ url: '/docs' });
     assert.equal(response.statusCode, 200);

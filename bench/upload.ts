@@ -1,0 +1,162 @@
+/**
+ * Upload benchmark, measured in one run on this machine:
+ *   npm run bench:upload -- [--runs 15] [--seconds 8]
+ *
+ * 1. Time to 201 for typical 1–3 page PDFs, against poppler's pdftoppm
+ *    rendering page 1 of the same file to the same width (the baseline).
+ * 2. Lookup latency unloaded, and while 4 uploads of a slow-to-render PDF run.
+ * 3. Peak RSS growth of the server for a 25 MiB upload.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { sampleOrganization } from '../src/demo/sample-directory.ts';
+import { makePdf } from '../test/helpers/pdf.ts';
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, seconds: { type: 'string', default: '8' } } });
+const runs = Number(values.runs);
+const seconds = Number(values.seconds);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const corpus = path.join(root, '../shared/pdf-corpus');
+const signroom = path.join(root, 'bin/signroom');
+const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-upload-bench-'));
+const env = { ...process.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
+const exec = promisify(execFile);
+const log = (message: string) => process.stderr.write(`${message}\n`);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+writeFileSync(
+  path.join(dataDir, 'directory.json'),
+  JSON.stringify({
+    organizations: [sampleOrganization({ orgId: 'bench', users: 20_000, externalShare: 0.05, pendingShare: 0.15, rooms: [{ id: 'room', members: 500 }], externalSignatories: true, seed: 3 })],
+    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
+  }),
+);
+await exec(signroom, ['import', path.join(dataDir, 'directory.json')], { env });
+
+const port = 18090;
+const base = `http://127.0.0.1:${port}`;
+const documentsUrl = `${base}/admin/api/v3/organizations/bench/rooms/room/documents`;
+const lookupPath = '/admin/api/v3/organizations/bench/rooms/room/signatories/lookup?size=20&searchQuery=mul';
+const server: ChildProcess = spawn(signroom, ['serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+
+async function waitUp(): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('server did not come up');
+}
+
+async function upload(bytes: Buffer): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(documentsUrl, {
+    method: 'POST',
+    headers: { authorization: AUTH, 'content-type': 'application/json' },
+    body: JSON.stringify({ payload: bytes.toString('base64') }),
+  });
+  await response.text();
+  if (response.status !== 201) throw new Error(`upload answered ${response.status}`);
+  return performance.now() - started;
+}
+
+function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
+}
+
+try {
+  await waitUp();
+  const lines: string[] = [];
+
+  // 1. Typical documents against pdftoppm.
+  lines.push('| document | pages | signroom median ms (to 201) | pdftoppm median ms | ratio |', '|---|---:|---:|---:|---:|');
+  for (const name of ['basicapi.pdf', '160F-2019.pdf', 'TAMReview.pdf', 'alphatrans.pdf']) {
+    const file = path.join(corpus, name);
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(file);
+    } catch {
+      continue;
+    }
+    await upload(bytes);
+    const ours: number[] = [];
+    for (let i = 0; i < runs; i++) ours.push(await upload(bytes));
+    const poppler: number[] = [];
+    const out = path.join(dataDir, 'poppler');
+    for (let i = 0; i < runs; i++) {
+      const started = performance.now();
+      await exec('pdftoppm', ['-f', '1', '-l', '1', '-scale-to-x', '200', '-scale-to-y', '-1', '-png', file, out]);
+      poppler.push(performance.now() - started);
+    }
+    const { stdout } = await exec('pdfinfo', [file]).catch(() => ({ stdout: '' }));
+    const pages = /Pages:\s+(\d+)/.exec(stdout)?.[1] ?? '?';
+    lines.push(`| ${name} | ${pages} | ${median(ours).toFixed(0)} | ${median(poppler).toFixed(0)} | ${(median(ours) / median(poppler)).toFixed(2)}× |`);
+  }
+
+  // 2. Lookup latency with and without slow renders.
+  const lookupLatencies = async (durationMs: number) => {
+    const latencies: number[] = [];
+    const deadline = performance.now() + durationMs;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (performance.now() < deadline) {
+          const started = performance.now();
+          const response = await fetch(`${base}${lookupPath}`, { headers: { authorization: AUTH } });
+          await response.text();
+          latencies.push(performance.now() - started);
+        }
+      }),
+    );
+    return latencies;
+  };
+  const unloaded = await lookupLatencies(seconds * 1000);
+  const slow = makePdf([{ width: 595, height: 842, content: '0 0 1 1 re f\n'.repeat(1_500_000), compress: true }]);
+  let stop = false;
+  let slowUploads = 0;
+  const uploaders = Array.from({ length: 4 }, async () => {
+    while (!stop) {
+      await upload(slow);
+      slowUploads++;
+    }
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const loaded = await lookupLatencies(seconds * 1000);
+  stop = true;
+  await Promise.all(uploaders);
+
+  // 3. Peak RSS growth for a 25 MiB upload (incompressible bytes in an unused stream).
+  const filler = randomBytes(25 * 1024 * 1024 - 2048).toString('latin1');
+  const big = Buffer.from(`%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>\nendobj\n4 0 obj\n<< /Length ${filler.length} >>\nstream\n${filler}\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`, 'latin1');
+  const pid = server.pid!;
+  await upload(Buffer.from(makePdf([{ width: 10, height: 10, content: '' }])));
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  const before = rssKiB(pid, 'VmRSS');
+  const uploadMs = await upload(big);
+  const peak = rssKiB(pid, 'VmHWM');
+  const growthMiB = (peak - before) / 1024;
+  const sizeMiB = big.length / 1048576;
+
+  console.log(`\nUpload benchmark, Node ${process.version}, ${runs} runs per document\n`);
+  for (const line of lines) console.log(line);
+  console.log('\n| lookup (page of 20, term "mul", 4 clients) | requests | p50 ms | p99 ms |');
+  console.log('|---|---:|---:|---:|');
+  console.log(`| unloaded | ${unloaded.length} | ${median(unloaded).toFixed(1)} | ${percentile(unloaded, 99).toFixed(1)} |`);
+  console.log(`| while 4 slow uploads render (${slowUploads} finished) | ${loaded.length} | ${median(loaded).toFixed(1)} | ${percentile(loaded, 99).toFixed(1)} |`);
+  console.log(`\np99 ratio loaded/unloaded: ${(percentile(loaded, 99) / percentile(unloaded, 99)).toFixed(2)}×`);
+  console.log(`25 MiB upload: ${sizeMiB.toFixed(1)} MiB document, peak RSS growth ${growthMiB.toFixed(0)} MiB (${(growthMiB / sizeMiB).toFixed(2)}× the size), ${uploadMs.toFixed(0)} ms to 201`);
+} finally {
+  server.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  rmSync(dataDir, { recursive: true, force: true });
+}

@@ -129,7 +129,7 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
           orgId,
           roomId,
           username: values.as,
-          payload: bytes.toString('base64'),
+          payload: { ok: true, bytes },
           name: values.name ?? path.basename(file),
         });
         const metadata = await documents.metadata(orgId, roomId, result.id);

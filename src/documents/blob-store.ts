@@ -3,10 +3,21 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
+/** Bytes written durably but not yet part of the store: commit or discard them. */
+export interface StagedBlob {
+  readonly sha256: string;
+  /** A file holding the bytes, readable until the blob is committed or discarded. */
+  readonly path: string;
+}
+
 /** Where document bytes live, addressed by their SHA-256. A later issue may add object storage. */
 export interface BlobStore {
-  /** Stores the bytes durably (on disk, fsync'd) and returns their SHA-256 (hex). Identical bytes are stored once. */
-  put(bytes: Buffer): Promise<string>;
+  /** Writes the bytes to a temporary file and fsyncs it; nothing is stored until commit. */
+  stage(bytes: Buffer): Promise<StagedBlob>;
+  /** Moves staged bytes into the store (durably); identical bytes are stored once. */
+  commit(staged: StagedBlob): Promise<void>;
+  /** Forgets staged bytes. */
+  discard(staged: StagedBlob): Promise<void>;
   /** The bytes, or undefined when no blob has that hash. */
   get(sha256: string): Promise<Buffer | undefined>;
   delete(sha256: string): Promise<void>;
@@ -20,8 +31,8 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * Blobs as files under `<dir>/<first two hex digits>/<sha256>`. A write goes to
- * a temporary file, is fsync'd, renamed into place, and the directory is
- * fsync'd, so a crash leaves either the whole blob or only a temporary file.
+ * a temporary file (staged), is fsync'd, renamed into place, and the directory
+ * is fsync'd, so a crash leaves either the whole blob or only a temporary file.
  */
 export class FileBlobStore implements BlobStore {
   readonly #dir: string;
@@ -41,12 +52,8 @@ export class FileBlobStore implements BlobStore {
     return path.join(this.#dir, sha256.slice(0, 2), sha256);
   }
 
-  async put(bytes: Buffer): Promise<string> {
+  async stage(bytes: Buffer): Promise<StagedBlob> {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
-    const target = this.#path(sha256);
-    if (await exists(target)) return sha256;
-    const shard = path.dirname(target);
-    const shardCreated = (await mkdir(shard, { recursive: true })) !== undefined;
     const temporary = path.join(this.#tmp, `${randomUUID()}.part`);
     const file = await open(temporary, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o640);
     try {
@@ -55,15 +62,29 @@ export class FileBlobStore implements BlobStore {
     } finally {
       await file.close();
     }
+    return { sha256, path: temporary };
+  }
+
+  async commit(staged: StagedBlob): Promise<void> {
+    const target = this.#path(staged.sha256);
+    if (await exists(target)) {
+      await this.discard(staged);
+      return;
+    }
+    const shard = path.dirname(target);
+    const shardCreated = (await mkdir(shard, { recursive: true })) !== undefined;
     try {
-      await rename(temporary, target);
+      await rename(staged.path, target);
     } catch (error) {
-      await unlink(temporary).catch(() => undefined);
+      await this.discard(staged);
       throw error;
     }
     await syncDirectory(shard);
     if (shardCreated) await syncDirectory(this.#dir);
-    return sha256;
+  }
+
+  async discard(staged: StagedBlob): Promise<void> {
+    await unlink(staged.path).catch(() => undefined);
   }
 
   async get(sha256: string): Promise<Buffer | undefined> {

@@ -79,11 +79,11 @@ export class RenderPool {
     return !this.#closed && [...this.#workers].some((worker) => !worker.retired && worker.child.connected);
   }
 
-  /** Renders page 1 of a document at the given width. */
-  render(mediaType: DocumentType, bytes: Buffer, width: number): Promise<RenderOutcome> {
+  /** Renders page 1 of the document in `file` at the given width. */
+  render(mediaType: DocumentType, file: string, width: number): Promise<RenderOutcome> {
     if (this.#closed) return Promise.reject(new Error('render pool is closed'));
     return new Promise((resolve) => {
-      this.#queue.push({ job: { id: this.#nextId++, mediaType, bytes, width }, resolve });
+      this.#queue.push({ job: { id: this.#nextId++, mediaType, file, width }, resolve });
       this.#dispatch();
     });
   }

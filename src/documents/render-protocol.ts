@@ -3,7 +3,8 @@
 export interface RenderJob {
   id: number;
   mediaType: 'application/pdf' | 'image/png' | 'image/jpeg';
-  bytes: Uint8Array;
+  /** A file holding the document: the worker reads it, so the bytes are not copied over IPC. */
+  file: string;
   width: number;
 }
 

@@ -4,6 +4,7 @@
  * own process so the pool can kill it on a time or memory budget, and at low
  * CPU priority so the API stays responsive while it works.
  */
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -25,10 +26,10 @@ function send(message: WorkerMessage): void {
   process.send?.(message);
 }
 
-async function renderPdf(job: RenderJob): Promise<void> {
+async function renderPdf(job: RenderJob, bytes: Buffer): Promise<void> {
   const task = getDocument({
-    // pdf.js refuses Buffer (the IPC channel delivers one): hand it a plain view.
-    data: new Uint8Array(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength),
+    // pdf.js refuses Buffer: hand it a plain view.
+    data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
     standardFontDataUrl: `${PDFJS_DIR}/standard_fonts/`,
     cMapUrl: `${PDFJS_DIR}/cmaps/`,
     wasmUrl: `${PDFJS_DIR}/wasm/`,
@@ -74,11 +75,11 @@ async function renderPdf(job: RenderJob): Promise<void> {
   }
 }
 
-async function renderImage(job: RenderJob): Promise<void> {
+async function renderImage(job: RenderJob, bytes: Buffer): Promise<void> {
   let width: number | undefined;
   let height: number | undefined;
   try {
-    const metadata = await sharp(job.bytes, { limitInputPixels: false }).metadata();
+    const metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
     width = metadata.autoOrient?.width ?? metadata.width;
     height = metadata.autoOrient?.height ?? metadata.height;
   } catch (error) {
@@ -96,7 +97,7 @@ async function renderImage(job: RenderJob): Promise<void> {
     return;
   }
   try {
-    const png = await sharp(job.bytes, { limitInputPixels: MAX_IMAGE_PIXELS, failOn: 'none' })
+    const png = await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS, failOn: 'none' })
       .autoOrient()
       .resize({ width: size.width, height: Math.max(1, Math.round(height * size.scale)), fit: 'fill' })
       .extract({ left: 0, top: 0, width: size.width, height: size.height })
@@ -114,8 +115,12 @@ function describe(error: unknown): string {
   return message.slice(0, 300);
 }
 
+async function render(job: RenderJob): Promise<void> {
+  const bytes = await readFile(job.file);
+  await (job.mediaType === 'application/pdf' ? renderPdf(job, bytes) : renderImage(job, bytes));
+}
+
 process.on('message', (job: RenderJob) => {
-  const work = job.mediaType === 'application/pdf' ? renderPdf(job) : renderImage(job);
-  work.catch((error: unknown) => send({ id: job.id, stage: 'failed', reason: 'render-failed', detail: describe(error) }));
+  render(job).catch((error: unknown) => send({ id: job.id, stage: 'failed', reason: 'render-failed', detail: describe(error) }));
 });
 process.on('disconnect', () => process.exit(0));

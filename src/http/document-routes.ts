@@ -2,6 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { effectivePageSize } from '../domain/paging.ts';
+import { decodePayload, type PayloadResult } from '../domain/payload.ts';
+import { JsonBodyError, parseUploadBody } from '../domain/upload-body.ts';
+import { ProblemError } from '../errors.ts';
 import {
   DocumentListQuery,
   DocumentMetadata,
@@ -36,11 +39,29 @@ const DOCUMENT = `${ROOM}/:documentId`;
 /** Seed operation 2 (upload) and the retrieval routes that follow from it. */
 export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = async (app, options) => {
   const { documents } = options;
+  const bodyLimit = uploadBodyLimit(options.maxDocumentBytes);
+
+  // Upload bodies are parsed from raw bytes so the payload is decoded without
+  // becoming a string first; the decoded bytes travel beside the body, which
+  // keeps a short stand-in for schema validation.
+  const decodedPayloads = new WeakMap<object, PayloadResult>();
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, raw, done) => {
+    try {
+      const parsed = parseUploadBody(raw as Buffer);
+      if (parsed.payload !== undefined && typeof parsed.value === 'object' && parsed.value !== null) {
+        decodedPayloads.set(parsed.value, parsed.payload);
+      }
+      done(null, parsed.value);
+    } catch (error) {
+      done(error instanceof JsonBodyError ? new ProblemError('malformed-request', error.message) : (error as Error), undefined);
+    }
+  });
 
   app.post(
     ROOM,
     {
-      bodyLimit: uploadBodyLimit(options.maxDocumentBytes),
+      bodyLimit,
       schema: {
         operationId: 'uploadDocument',
         tags: ['documents'],
@@ -60,7 +81,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         orgId: organizationId,
         roomId: signingRoomId,
         username: request.username ?? '',
-        payload: request.body.payload,
+        payload: decodedPayloads.get(request.body) ?? decodePayload(request.body.payload),
         name: request.body.name,
         idempotencyKey: request.headers['idempotency-key'],
       });

@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import type { Database, DocumentTable } from '../db/tables.ts';
 import type { BlobStore } from '../documents/blob-store.ts';
 import type { RenderPool } from '../documents/render-pool.ts';
-import { decodePayload, sniffDocumentType } from '../domain/payload.ts';
+import { sniffDocumentType, type PayloadResult } from '../domain/payload.ts';
 import { toPage, type Page } from '../domain/paging.ts';
 import { ProblemError } from '../errors.ts';
 import { roomExists } from '../repositories/directory-repository.ts';
@@ -41,7 +41,8 @@ export interface UploadRequest {
   orgId: string;
   roomId: string;
   username: string;
-  payload: string;
+  /** The decoded `payload` (see src/domain/payload.ts). */
+  payload: PayloadResult;
   name?: string | undefined;
   idempotencyKey?: string | undefined;
 }
@@ -90,7 +91,7 @@ export class DocumentService {
 
   /** Checks the payload (400, 413, 415), then the room (404), then renders and stores. */
   async upload(request: UploadRequest): Promise<UploadResult> {
-    const decoded = decodePayload(request.payload);
+    const decoded = request.payload;
     if (!decoded.ok) {
       throw new ProblemError('invalid-parameter', decoded.reason, { errors: [{ parameter: 'payload', message: decoded.reason }] });
     }
@@ -126,35 +127,42 @@ export class DocumentService {
     mediaType: 'application/pdf' | 'image/png' | 'image/jpeg',
     idempotency?: { scope: { orgId: string; roomId: string; username: string; key: string }; requestSha256: string },
   ): Promise<UploadResult> {
-    const outcome = await this.#renderer.render(mediaType, bytes, this.#thumbnailWidth);
-    if (outcome.kind === 'encrypted') throw new ProblemError('document-encrypted', 'The PDF needs a password to open; upload it without one.');
-    if (outcome.kind === 'unreadable') throw new ProblemError('document-unreadable', `The document cannot be opened: ${outcome.detail}`);
-    const thumbnail = outcome.kind === 'thumbnail' ? outcome.png : await this.#placeholderPng();
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
-    const row: DocumentTable = {
-      id: randomUUID(),
-      org_id: request.orgId,
-      room_id: request.roomId,
-      name: request.name ?? null,
-      media_type: mediaType,
-      size_bytes: bytes.length,
-      sha256,
-      page_count: outcome.pageCount,
-      created_at: new Date().toISOString(),
-      uploaded_by: request.username,
-      thumbnail,
-      thumbnail_rendered: outcome.kind === 'thumbnail' ? 1 : 0,
-    };
-    await this.#locks.run(`blob\0${sha256}`, async () => {
-      await this.#blobs.put(bytes);
-      await this.#db.transaction().execute(async (trx) => {
-        await insertDocument(trx, row);
-        if (idempotency !== undefined) {
-          await insertIdempotencyKey(trx, idempotency.scope, { requestSha256: idempotency.requestSha256, documentId: row.id }, row.created_at);
-        }
+    // Staged first: the render worker reads the file, and a stored document needs it anyway.
+    const staged = await this.#blobs.stage(bytes);
+    let committed = false;
+    try {
+      const outcome = await this.#renderer.render(mediaType, staged.path, this.#thumbnailWidth);
+      if (outcome.kind === 'encrypted') throw new ProblemError('document-encrypted', 'The PDF needs a password to open; upload it without one.');
+      if (outcome.kind === 'unreadable') throw new ProblemError('document-unreadable', `The document cannot be opened: ${outcome.detail}`);
+      const thumbnail = outcome.kind === 'thumbnail' ? outcome.png : await this.#placeholderPng();
+      const row: DocumentTable = {
+        id: randomUUID(),
+        org_id: request.orgId,
+        room_id: request.roomId,
+        name: request.name ?? null,
+        media_type: mediaType,
+        size_bytes: bytes.length,
+        sha256: staged.sha256,
+        page_count: outcome.pageCount,
+        created_at: new Date().toISOString(),
+        uploaded_by: request.username,
+        thumbnail,
+        thumbnail_rendered: outcome.kind === 'thumbnail' ? 1 : 0,
+      };
+      await this.#locks.run(`blob\0${staged.sha256}`, async () => {
+        await this.#blobs.commit(staged);
+        committed = true;
+        await this.#db.transaction().execute(async (trx) => {
+          await insertDocument(trx, row);
+          if (idempotency !== undefined) {
+            await insertIdempotencyKey(trx, idempotency.scope, { requestSha256: idempotency.requestSha256, documentId: row.id }, row.created_at);
+          }
+        });
       });
-    });
-    return { id: row.id, thumbnailPng: thumbnail };
+      return { id: row.id, thumbnailPng: thumbnail };
+    } finally {
+      if (!committed) await this.#blobs.discard(staged);
+    }
   }
 
   async list(orgId: string, roomId: string, page: number, size: number): Promise<Page<DocumentMetadata>> {

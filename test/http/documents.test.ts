@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { corpusDir } from '../helpers/corpus.ts';
 import { DIRECTORY, ACME_PASSWORD } from '../helpers/fixtures.ts';
 import { inspectPng, pngHeaderOnly, solidImage } from '../helpers/images.ts';
 import { makePdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
-const CORPUS = new URL('../../../shared/pdf-corpus/', import.meta.url);
-const corpusFile = (name: string) => readFileSync(new URL(name, CORPUS));
+const corpusFile = (name: string) => readFileSync(path.join(corpusDir(), name));
 const DOCS = (org = 'acme', room = 'board') => `/admin/api/v3/organizations/${org}/rooms/${room}/documents`;
 const MAX_BYTES = 300_000;
 

@@ -3,9 +3,9 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { corpusDir } from '../helpers/corpus.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -16,7 +16,7 @@ import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
  * (pdftoppm) is asked whether it can render page 1; that share is reported.
  */
 
-const CORPUS = fileURLToPath(new URL('../../../shared/pdf-corpus/', import.meta.url));
+const CORPUS = corpusDir();
 const TIMEOUT_MS = 10_000;
 const run = promisify(execFile);
 

@@ -3,10 +3,10 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
+import { corpusDir } from '../helpers/corpus.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -15,7 +15,7 @@ import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
  * the renderer, ours is compared pixel by pixel with poppler's pdftoppm at the
  * same width (mean absolute difference of grey levels, 0–255).
  */
-const CORPUS = fileURLToPath(new URL('../../../shared/pdf-corpus/', import.meta.url));
+const CORPUS = corpusDir();
 const run = promisify(execFile);
 
 const SAMPLES: [file: string, feature: string][] = [

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { decodePayload } from '../../src/domain/payload.ts';
+import { JsonBodyError, parseUploadBody } from '../../src/domain/upload-body.ts';
+
+const parse = (text: string) => parseUploadBody(Buffer.from(text, 'utf8'));
+
+describe('parseUploadBody', () => {
+  it('parses any JSON exactly like JSON.parse', () => {
+    fc.assert(
+      fc.property(fc.json({ maxDepth: 6 }), (text) => {
+        fc.pre(!text.includes('__proto__') && !text.includes('"payload"') && !text.includes('"constructor"'));
+        assert.deepEqual(parse(text).value, JSON.parse(text));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('refuses what JSON.parse refuses', () => {
+    fc.assert(
+      fc.property(fc.json({ maxDepth: 3 }), fc.nat(), fc.string({ minLength: 1, maxLength: 3 }), (text, at, junk) => {
+        const position = at % (text.length + 1);
+        const broken = text.slice(0, position) + junk + text.slice(position);
+        fc.pre(!broken.includes('__proto__') && !broken.includes('"payload"') && !broken.includes('"constructor"'));
+        let expected: unknown;
+        try {
+          expected = JSON.parse(broken);
+        } catch {
+          assert.throws(() => parse(broken), JsonBodyError, broken);
+          return;
+        }
+        assert.deepEqual(parse(broken).value, expected);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('decodes the payload from the raw bytes, escapes included, like decodePayload', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.nat(5), (data, variant) => {
+        const bytes = Buffer.from(data);
+        const standard = bytes.toString('base64');
+        const spellings = [
+          standard,
+          bytes.toString('base64url'),
+          standard.replace(/=+$/, ''),
+          standard.replace(/(.{76})/g, '$1\r\n'),
+          `data:application/pdf;base64,${standard}`,
+          ` ${standard.replace(/(.{10})/g, '$1\t')} `,
+        ];
+        const payload = spellings[variant % spellings.length]!;
+        // JSON.stringify escapes the line breaks; also escape "/" and a letter as \u, as some encoders do.
+        const json = JSON.stringify({ name: 'x', payload }).replaceAll('/', '\\/').replace('A', '\\u0041');
+        const parsed = parse(json);
+        assert.deepEqual(parsed.value, { name: 'x', payload: 'base64' });
+        assert.ok(parsed.payload?.ok);
+        assert.deepEqual(parsed.payload.bytes, bytes);
+        const direct = decodePayload(payload);
+        assert.ok(direct.ok);
+        assert.deepEqual(direct.bytes, bytes);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('reports invalid base64 in the payload, and leaves a non-string payload to validation', () => {
+    for (const payload of ['JVBER*', 'JVBE\\"R', 'QUJD\\u00e9', 'A', 'QQ=Q']) {
+      const parsed = parse(`{"payload":"${payload}"}`);
+      assert.equal(parsed.payload?.ok, false, payload);
+    }
+    assert.deepEqual(parse('{"payload": 42}'), { value: { payload: 42 }, payload: undefined });
+    assert.deepEqual(parse('{"payload": ""}'), { value: { payload: '' }, payload: undefined });
+    assert.deepEqual(parse('{"nested": {"payload": "not decoded"}}').value, { nested: { payload: 'not decoded' } });
+  });
+
+  it('refuses prototype pollution and absurd nesting', () => {
+    assert.throws(() => parse('{"__proto__": {"admin": true}}'), /__proto__/);
+    assert.throws(() => parse('{"a": [{"__proto__": 1}]}'), /__proto__/);
+    assert.throws(() => parse('{"constructor": {"prototype": {}}}'), /constructor/);
+    assert.throws(() => parse(`${'['.repeat(10_000)}${']'.repeat(10_000)}`), /nested/);
+  });
+});

@@ -106,7 +106,8 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   await app.register(
     async (admin) => {
       admin.addHook('onSend', async (_request, reply) => {
-        reply.header('cache-control', 'no-store');
+        // Answers depend on the credential: not for shared caches, unless a route says otherwise.
+        if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
       });
       requireBasicAuth(admin, authenticator);
       await admin.register(signatoryRoutes, { lookup });

@@ -89,5 +89,7 @@ export interface IdempotencyKeyTable {
   /** SHA-256 of the request (decoded bytes and name): a different body under the same key is refused. */
   request_sha256: string;
   document_id: string;
+  /** The thumbnail of the first answer (PNG). */
+  thumbnail: Uint8Array;
   created_at: string;
 }

@@ -35,6 +35,8 @@ class Worker {
   running: Running | undefined;
   /** Set once the worker is being killed: it takes no more jobs. */
   retired = false;
+  /** Set while its memory is checked after a job: it takes no job until then. */
+  checking = false;
 
   constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
     this.child = fork(WORKER, [], {
@@ -109,7 +111,7 @@ export class RenderPool {
   #dispatch(): void {
     for (const worker of this.#workers) {
       if (this.#queue.length === 0) return;
-      if (worker.running !== undefined || worker.retired || !worker.child.connected) continue;
+      if (worker.running !== undefined || worker.retired || worker.checking || !worker.child.connected) continue;
       const pending = this.#queue.shift()!;
       const running: Running = {
         ...pending,
@@ -137,7 +139,8 @@ export class RenderPool {
       this.#finish(worker, { kind: 'thumbnail', png: Buffer.from(message.png), pageCount: running.pageCount ?? 1 });
     } else if (message.reason === 'encrypted') {
       this.#finish(worker, { kind: 'encrypted', detail: message.detail });
-    } else if (message.reason === 'unreadable' || running.pageCount === undefined) {
+    } else if (running.pageCount === undefined) {
+      // Never opened. Once opened, a later failure (even a fallback renderer's) is only a missing preview.
       this.#finish(worker, { kind: 'unreadable', detail: message.detail });
     } else {
       this.#finish(worker, { kind: 'placeholder', pageCount: running.pageCount, detail: message.detail });
@@ -151,6 +154,13 @@ export class RenderPool {
     clearInterval(running.poll);
     worker.running = undefined;
     running.resolve(outcome);
+    if (!worker.retired) {
+      worker.checking = true;
+      void this.#recycleIfLarge(worker).finally(() => {
+        worker.checking = false;
+        this.#dispatch();
+      });
+    }
     this.#dispatch();
   }
 
@@ -169,16 +179,22 @@ export class RenderPool {
   }
 
   async #checkMemory(worker: Worker): Promise<void> {
-    const pid = worker.child.pid;
-    if (pid === undefined || worker.running === undefined) return;
-    try {
-      const statm = await readFile(`/proc/${pid}/statm`, 'utf8');
-      const residentBytes = Number(statm.split(' ')[1]) * 4096;
-      if (residentBytes > this.#budget.memoryBytes) {
-        this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`);
-      }
-    } catch {
-      // The process is gone; the exit handler deals with it.
+    const job = worker.running?.job.id;
+    if (job === undefined) return;
+    const residentBytes = await residentMemory(worker);
+    // The job may have ended, and another begun, while /proc was read.
+    if (worker.running?.job.id !== job || residentBytes === undefined) return;
+    if (residentBytes > this.#budget.memoryBytes) {
+      this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`);
+    }
+  }
+
+  /** Replaces a worker that stays large after a job, so the next job gets the whole budget. */
+  async #recycleIfLarge(worker: Worker): Promise<void> {
+    const residentBytes = await residentMemory(worker);
+    if (residentBytes !== undefined && residentBytes > this.#budget.memoryBytes / 2 && !worker.retired) {
+      worker.retired = true;
+      worker.child.kill('SIGKILL');
     }
   }
 
@@ -189,5 +205,17 @@ export class RenderPool {
       this.#spawn();
       this.#dispatch();
     }
+  }
+}
+
+/** A process's resident memory in bytes, from /proc, or undefined when it is gone. */
+async function residentMemory(worker: Worker): Promise<number | undefined> {
+  const pid = worker.child.pid;
+  if (pid === undefined) return undefined;
+  try {
+    const statm = await readFile(`/proc/${pid}/statm`, 'utf8');
+    return Number(statm.split(' ')[1]) * 4096;
+  } catch {
+    return undefined;
   }
 }

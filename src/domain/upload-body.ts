@@ -163,8 +163,29 @@ class Parser {
     return escaped ? (JSON.parse(bytes.toString('utf8', start - 1, end + 1)) as string) : bytes.toString('utf8', start, end);
   }
 
+  /** Finds the end of the payload string fast (native searches); its characters are checked as it is decoded. */
+  #scanPayload(): { start: number; end: number } {
+    const bytes = this.#bytes;
+    const start = this.#at + 1;
+    let from = start;
+    for (;;) {
+      const quote = bytes.indexOf(QUOTE, from);
+      if (quote === -1) {
+        this.#at = bytes.length;
+        this.#fail('unterminated string');
+      }
+      let backslashes = 0;
+      while (quote - backslashes - 1 >= start && bytes[quote - backslashes - 1] === BACKSLASH) backslashes++;
+      if (backslashes % 2 === 0) {
+        this.#at = quote + 1;
+        return { start, end: quote };
+      }
+      from = quote + 1;
+    }
+  }
+
   #payload(): string {
-    const { start, end } = this.#scanString();
+    const { start, end } = this.#scanPayload();
     if (start === end) return '';
     this.payload = decodeBase64(this.#bytes, start, end, true);
     return 'base64';

@@ -26,11 +26,16 @@ export interface DocumentRouteOptions {
   apiPrefix: string;
 }
 
-/** Request bodies beyond this cannot hold a valid payload: refused (413) before they are read whole. */
+/**
+ * Request bodies beyond this cannot hold a valid payload: refused (413) before
+ * they are read whole. JSON may escape every "/" as "\\/" and every line break
+ * as "\\r\\n", which can double the text, so the bound is twice the base64 of
+ * the largest document (plus room for a data URI, a name and JSON); the exact
+ * decoded size is checked after decoding.
+ */
 export function uploadBodyLimit(maxDocumentBytes: number): number {
   const base64 = Math.ceil(maxDocumentBytes / 3) * 4;
-  // Line breaks every 76 characters (MIME style) add 2/76; allow for a data URI, a name and JSON.
-  return Math.ceil(base64 * (1 + 2 / 64)) + 64 * 1024;
+  return 2 * base64 + 64 * 1024;
 }
 
 const ROOM = '/organizations/:organizationId/rooms/:signingRoomId/documents';
@@ -147,7 +152,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       const raw = binary(reply);
       raw.header('etag', etag).header('cache-control', 'private, no-cache');
       if (matchesEtag(request.headers['if-none-match'], etag)) return raw.code(304).send();
-      if (metadata.name !== null) raw.header('content-disposition', `inline; filename*=UTF-8''${encodeURIComponent(metadata.name)}`);
+      if (metadata.name !== null) raw.header('content-disposition', contentDisposition(metadata.name));
       return raw.type(metadata.mediaType).send(bytes);
     },
   );
@@ -193,6 +198,13 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
 /** The reply without the JSON response typing, for bytes and empty bodies. */
 function binary(reply: unknown): FastifyReply {
   return reply as FastifyReply;
+}
+
+/** `inline` with the name as an ASCII fallback and in full (RFC 6266, RFC 8187 encoding). */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `inline; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /** RFC 9110 If-None-Match: `*` or a list of (possibly weak) entity tags. */

@@ -97,6 +97,7 @@ export async function referencedBlobs(db: Db): Promise<Set<string>> {
 export interface IdempotencyRecord {
   requestSha256: string;
   documentId: string;
+  thumbnail: Uint8Array;
 }
 
 export async function findIdempotencyKey(
@@ -105,13 +106,13 @@ export async function findIdempotencyKey(
 ): Promise<IdempotencyRecord | undefined> {
   const row = await db
     .selectFrom('idempotency_keys')
-    .select(['request_sha256', 'document_id'])
+    .select(['request_sha256', 'document_id', 'thumbnail'])
     .where('org_id', '=', scope.orgId)
     .where('room_id', '=', scope.roomId)
     .where('username', '=', scope.username)
     .where('key', '=', scope.key)
     .executeTakeFirst();
-  return row === undefined ? undefined : { requestSha256: row.request_sha256, documentId: row.document_id };
+  return row === undefined ? undefined : { requestSha256: row.request_sha256, documentId: row.document_id, thumbnail: row.thumbnail };
 }
 
 export async function insertIdempotencyKey(
@@ -129,6 +130,7 @@ export async function insertIdempotencyKey(
       key: scope.key,
       request_sha256: record.requestSha256,
       document_id: record.documentId,
+      thumbnail: record.thumbnail,
       created_at: createdAt,
     })
     .execute();

@@ -104,7 +104,11 @@ export class DocumentService {
       throw new ProblemError('unsupported-media-type', 'Only PDF documents and PNG or JPEG images are accepted (recognised by their content).');
     }
     await this.#requireRoom(request.orgId, request.roomId);
-    const requestSha256 = createHash('sha256').update(bytes).update('\0').update(request.name ?? '').digest('hex');
+    // A missing name and an empty one are different requests.
+    const requestSha256 = createHash('sha256')
+      .update(bytes)
+      .update(request.name === undefined ? '\0' : `\u0001${request.name}`)
+      .digest('hex');
     const key = request.idempotencyKey;
     if (key === undefined) return this.#store(request, bytes, mediaType);
     const scope = { orgId: request.orgId, roomId: request.roomId, username: request.username, key };
@@ -114,8 +118,7 @@ export class DocumentService {
         if (earlier.requestSha256 !== requestSha256) {
           throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used for a different request body.');
         }
-        const thumbnailPng = await findThumbnail(this.#db, request.orgId, request.roomId, earlier.documentId);
-        if (thumbnailPng !== undefined) return { id: earlier.documentId, thumbnailPng };
+        return { id: earlier.documentId, thumbnailPng: earlier.thumbnail };
       }
       return this.#store(request, bytes, mediaType, { scope, requestSha256 });
     });
@@ -155,7 +158,8 @@ export class DocumentService {
         await this.#db.transaction().execute(async (trx) => {
           await insertDocument(trx, row);
           if (idempotency !== undefined) {
-            await insertIdempotencyKey(trx, idempotency.scope, { requestSha256: idempotency.requestSha256, documentId: row.id }, row.created_at);
+            const record = { requestSha256: idempotency.requestSha256, documentId: row.id, thumbnail };
+            await insertIdempotencyKey(trx, idempotency.scope, record, row.created_at);
           }
         });
       });
@@ -179,7 +183,11 @@ export class DocumentService {
   async content(orgId: string, roomId: string, id: string): Promise<{ metadata: DocumentMetadata; bytes: Buffer }> {
     const row = await this.#requireDocument(orgId, roomId, id);
     const bytes = await this.#blobs.get(row.sha256);
-    if (bytes === undefined) throw new Error(`blob ${row.sha256} of document ${row.id} is missing`);
+    if (bytes === undefined) {
+      // Deleted while we read it: gone, like the row. A row whose blob is missing is a real fault.
+      if ((await findDocument(this.#db, orgId, roomId, id)) === undefined) throw notFound(id);
+      throw new Error(`blob ${row.sha256} of document ${row.id} is missing`);
+    }
     return { metadata: toMetadata(row), bytes };
   }
 
@@ -224,6 +232,9 @@ export class DocumentService {
     })
       .png()
       .toBuffer();
+    this.#placeholder.catch(() => {
+      this.#placeholder = undefined;
+    });
     return this.#placeholder;
   }
 }

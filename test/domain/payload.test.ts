@@ -34,12 +34,38 @@ describe('decodePayload', () => {
     );
   });
 
+  it('accepts exactly what a plain reference validator accepts', () => {
+    const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const reference = (text: string): Buffer | undefined => {
+      const clean = text.replace(/[ \t\r\n]/g, '');
+      const body = clean.replace(/={1,2}$/, '');
+      const padding = clean.length - body.length;
+      if (body.length === 0 || body.length % 4 === 1) return undefined;
+      if (/[+/]/.test(body) && /[-_]/.test(body)) return undefined;
+      if (!/^[A-Za-z0-9+/_-]*$/.test(body)) return undefined;
+      if (padding > 0 && clean.length % 4 !== 0) return undefined;
+      const last = ALPHABET.indexOf(body.at(-1)!.replace('-', '+').replace('_', '/'));
+      if ((body.length % 4 === 2 && (last & 0x0f) !== 0) || (body.length % 4 === 3 && (last & 0x03) !== 0)) return undefined;
+      return Buffer.from(body.replaceAll('-', '+').replaceAll('_', '/'), 'base64');
+    };
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(...'AQgw+/-_=\n é!*'.split('')), maxLength: 30 }), (text) => {
+        const expected = reference(text);
+        const actual = decodePayload(text);
+        assert.equal(actual.ok, expected !== undefined, JSON.stringify(text));
+        if (actual.ok) assert.deepEqual(actual.bytes, expected);
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
   it('accepts a data URI with parameters', () => {
     assert.deepEqual(ok('data:image/png;name=a.png;base64,AAEC'), Buffer.from([0, 1, 2]));
   });
 
   it('refuses invalid base64 anywhere, naming the problem', () => {
-    assert.match(refused('AAEC!AAA'), /character "!" at position 5/);
+    assert.match(refused('AAEC!AAA'), /character "!" (at|near) position 5/);
+    assert.match(refused('QQ=='.replace('QQ', 'QR')), /unused bits/);
     assert.match(refused('AAECAA*A'), /character "\*"/);
     assert.match(refused('AA=CAAAA'), /padding/);
     assert.match(refused('AAE'.padEnd(4, '=') + '='), /padding|not base64/);

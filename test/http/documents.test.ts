@@ -135,6 +135,16 @@ describe('document upload and retrieval', () => {
     }
   });
 
+  it('takes a document of nearly the maximum size with escaped line breaks and slashes', async () => {
+    const bytes = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(MAX_BYTES - 9, 0xff)]);
+    // All 0xFF bytes encode as "/", which JSON may escape as "\/"; MIME line breaks as "\r\n".
+    const payload = bytes.toString('base64').replace(/(.{76})/g, '$1\r\n');
+    const body = JSON.stringify({ payload }).replaceAll('/', '\\/');
+    const response = await upload(body);
+    assert.equal(response.statusCode, 422, response.body); // it is not a real PDF, but it was read whole
+    assert.equal(response.json().code, 'document-unreadable');
+  });
+
   it('refuses a document over the size limit with a 413, and a far too large body before reading it', async () => {
     const big = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(MAX_BYTES)]);
     const decoded = await uploadBytes(big);
@@ -194,6 +204,16 @@ describe('document upload and retrieval', () => {
     assert.equal(other.json().code, 'idempotency-key-reused');
     const bad = await uploadBytes(pdf, {}, { 'idempotency-key': 'bad key\u00e9' });
     assert.equal(bad.statusCode, 400);
+    const withoutName = await uploadBytes(pdf, { name: '' }, { 'idempotency-key': 'key-1' });
+    assert.equal(withoutName.statusCode, 422, 'an empty name is another body than "a.pdf"');
+
+    // Deleting the document does not free the key: a late retry still gets the first answer.
+    const id = first.json().id;
+    assert.equal((await t.app.inject({ method: 'DELETE', url: `${DOCS()}/${id}`, headers: { authorization: auth } })).statusCode, 204);
+    const late = await uploadBytes(pdf, { name: 'a.pdf' }, { 'idempotency-key': 'key-1' });
+    assert.equal(late.statusCode, 201);
+    assert.deepEqual(late.json(), first.json());
+    assert.equal((await t.app.inject({ url: `${DOCS()}/${id}`, headers: { authorization: auth } })).statusCode, 404, 'nothing new was created');
   });
 
   it('lists, reads, serves and deletes documents, scoped like the lookup', async () => {
@@ -216,6 +236,8 @@ describe('document upload and retrieval', () => {
     assert.equal(content.statusCode, 200);
     assert.equal(content.headers['content-type'], 'application/pdf');
     assert.deepEqual(content.rawPayload, pdf);
+    assert.equal(content.headers['cache-control'], 'private, no-cache');
+    assert.equal(content.headers['content-disposition'], `inline; filename="two pages.pdf"; filename*=UTF-8''two%20pages.pdf`);
     const etag = String(content.headers['etag']);
     assert.equal(etag, `"${metadata.sha256}"`);
     const notModified = await t.app.inject({ url: `${DOCS()}/${id}/content`, headers: { authorization: auth, 'if-none-match': etag } });

@@ -29,7 +29,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('username', 'text', (c) => c.notNull())
     .addColumn('key', 'text', (c) => c.notNull())
     .addColumn('request_sha256', 'text', (c) => c.notNull())
-    .addColumn('document_id', 'text', (c) => c.notNull().references('documents.id').onDelete('cascade'))
+    // The first answer is kept whole (id and thumbnail), so a retry gets it even after a delete.
+    .addColumn('document_id', 'text', (c) => c.notNull())
+    .addColumn('thumbnail', 'blob', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('idempotency_keys_pk', ['org_id', 'room_id', 'username', 'key'])
     .execute();

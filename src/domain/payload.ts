@@ -23,8 +23,8 @@ for (let i = 0; i < 64; i++) {
   SEXTET[URL_SAFE_ALPHABET.charCodeAt(i)] = i;
 }
 const BACKSLASH = 0x5c;
-/** Raw bytes read per step: the text is checked and decoded a chunk at a time, by native code. */
-const CHUNK = 1 << 20;
+/** Raw bytes read per step: small enough that the strings made per chunk die young (no large-object space). */
+const CHUNK = 1 << 16;
 
 const JSON_ESCAPE = /\\(?:u([0-9A-Fa-f]{4})|([nrt])|(\/))/g;
 const INVALID = /[^A-Za-z0-9+/_=-]/;
@@ -67,9 +67,13 @@ export function decodeBase64(source: Uint8Array, start = 0, end = source.length,
   while (at < end) {
     let stop = Math.min(end, at + CHUNK);
     if (jsonEscapes && stop < end) {
-      // Never cut an escape in two: stop before a backslash among the last bytes.
-      const backslash = bytes.lastIndexOf(BACKSLASH, stop - 1);
-      if (backslash >= at && backslash > stop - 6) stop = backslash;
+      // Never cut an escape in two (the longest, \uXXXX, has six bytes): stop before a backslash among the last bytes.
+      for (let k = stop - 1; k > stop - 6 && k > at; k--) {
+        if (bytes[k] === BACKSLASH) {
+          stop = k;
+          break;
+        }
+      }
     }
     const raw = bytes.toString('latin1', at, stop);
     const offset = at - start;
@@ -94,10 +98,10 @@ export function decodeBase64(source: Uint8Array, start = 0, end = source.length,
     const group = carry + text;
     const whole = group.length - (group.length % 4);
     const quads = group.slice(0, whole);
-    // Node's decoder skips what it does not understand; so the decoded bytes are
-    // encoded again, and only text that comes back identical is valid base64.
+    // Node's decoder skips what it does not understand, so whole quads of valid
+    // characters, and only they, give exactly three bytes per four characters.
     const decoded = output.write(quads, written, 'base64');
-    if (output.toString(alphabet ?? 'base64', written, written + decoded) !== quads) {
+    if (decoded !== (whole / 4) * 3) {
       const invalid = INVALID.exec(text);
       const character = invalid === null ? '?' : invalid[0];
       return { ok: false, reason: `payload is not base64: character ${JSON.stringify(describeCharacter(character, bytes, start + offset, raw))} near position ${offset + Math.max(0, raw.indexOf(character)) + 1}` };

@@ -64,6 +64,19 @@ describe('parseUploadBody', () => {
     );
   });
 
+  it('decodes escapes that fall on the boundaries of its internal chunks', () => {
+    for (let seed = 0; seed < 40; seed++) {
+      const bytes = Buffer.from(Array.from({ length: 150_000 + seed * 997 }, (_, i) => (i * 31 + seed * 7) % 256));
+      // Escaped line breaks at varying widths, every "/" escaped, and letters as \u escapes.
+      const width = 60 + seed;
+      const payload = bytes.toString('base64').replace(new RegExp(`(.{${width}})`, 'g'), '$1\r\n');
+      const json = JSON.stringify({ payload }).replaceAll('/', '\\/').replaceAll('Q', '\\u0051');
+      const parsed = parse(json);
+      assert.ok(parsed.payload?.ok, `seed ${seed}: ${parsed.payload?.ok === false ? parsed.payload.reason : ''}`);
+      assert.deepEqual(parsed.payload.bytes, bytes, `seed ${seed}`);
+    }
+  });
+
   it('reports invalid base64 in the payload, and leaves a non-string payload to validation', () => {
     for (const payload of ['JVBER*', 'JVBE\\"R', 'QUJD\\u00e9', 'A', 'QQ=Q']) {
       const parsed = parse(`{"payload":"${payload}"}`);

@@ -41,18 +41,7 @@ export function makePdf(pages: PdfPage[]): Buffer {
   }
   objects[catalog - 1] = `<< /Type /Catalog /Pages ${pageTree} 0 R >>`;
   objects[pageTree - 1] = `<< /Type /Pages /Kids [${kids.map((k) => `${k} 0 R`).join(' ')}] /Count ${kids.length} >>`;
-
-  let out = '%PDF-1.7\n%\xe2\xe3\xcf\xd3\n';
-  const offsets: number[] = [];
-  objects.forEach((body, index) => {
-    offsets.push(Buffer.byteLength(out, 'latin1'));
-    out += `${index + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = Buffer.byteLength(out, 'latin1');
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) out += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  out += `trailer\n<< /Size ${objects.length + 1} /Root ${catalog} 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(out, 'latin1');
+  return rawPdf(objects);
 }
 
 /** An A4 page whose top half is black and which says "Hello" in Helvetica. */
@@ -62,7 +51,7 @@ export function topHalfBlackPdf(): Buffer {
 
 /** Assembles a PDF from raw object bodies (object 1 must be the catalog), with a correct xref. */
 export function rawPdf(objects: string[]): Buffer {
-  let out = '%PDF-1.7\n';
+  let out = '%PDF-1.7\n%\xe2\xe3\xcf\xd3\n';
   const offsets: number[] = [];
   objects.forEach((body, index) => {
     offsets.push(Buffer.byteLength(out, 'latin1'));

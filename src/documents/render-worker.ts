@@ -1,7 +1,7 @@
 /**
  * A render worker: a child process that turns page 1 of a PDF or an image
  * (sharp) into a PNG thumbnail. PDFs are drawn by PDFium (compiled to
- * WebAssembly: 3–7 times faster than pdf.js here, see README), and by pdf.js on
+ * WebAssembly: about 5 times faster than pdf.js here, see README), and by pdf.js on
  * @napi-rs/canvas when PDFium cannot open a file or draw its page. It runs in
  * its own process so the pool can kill it on a time or memory budget, and at
  * low CPU priority so the API stays responsive while it works.
@@ -35,8 +35,8 @@ function send(message: WorkerMessage): void {
 }
 
 /**
- * Draws page 1 with PDFium; returns false (having sent nothing) when PDFium
- * cannot open the file or draw the page, so pdf.js can try.
+ * Draws page 1 with PDFium; returns false when PDFium cannot open the file or
+ * draw the page, so pdf.js can try (an 'opened' already sent stands).
  */
 async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boolean> {
   const library = await pdfium;

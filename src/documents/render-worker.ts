@@ -30,6 +30,38 @@ sharp.concurrency(1);
 
 const pdfium = PDFiumLibrary.init();
 
+/** A one-page PDF with text, drawn once at start so the first real upload does not pay for compiling the renderer. */
+function warmUpDocument(): Buffer {
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    '<< /Length 44 >>\nstream\nBT /F1 24 Tf 72 700 Td (signroom) Tj ET 0 0 1 rg\nendstream',
+  ];
+  let text = '%PDF-1.7\n';
+  const offsets = objects.map((body, index) => {
+    const offset = text.length;
+    text += `${index + 1} 0 obj\n${body}\nendobj\n`;
+    return offset;
+  });
+  const xref = text.length;
+  text += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  text += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(text, 'latin1');
+}
+
+async function warmUp(): Promise<void> {
+  const library = await pdfium;
+  const document = await library.loadDocument(warmUpDocument());
+  try {
+    const rendered = await document.getPage(0).render({ scale: 200 / 595, render: 'bitmap' as never, colorSpace: 'BGRA' });
+    await sharp(Buffer.from(rendered.data), { raw: { width: rendered.width, height: rendered.height, channels: 4 } }).png().toBuffer();
+  } finally {
+    document.destroy();
+  }
+}
+
 function send(message: WorkerMessage): void {
   process.send?.(message);
 }
@@ -175,3 +207,5 @@ process.on('message', (job: RenderJob) => {
   render(job).catch((error: unknown) => send({ id: job.id, stage: 'failed', reason: 'render-failed', detail: describe(error) }));
 });
 process.on('disconnect', () => process.exit(0));
+// Jobs that arrive meanwhile simply wait for the renderer to be ready.
+void warmUp().catch(() => undefined);

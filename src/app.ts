@@ -76,6 +76,15 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // Once shutdown starts, answers still in flight close their connection, so a
+  // keep-alive client cannot hold the process open for the keep-alive timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   app.setValidatorCompiler((route) => (route.httpPart === 'body' ? compileBody(route) : compileTextParameters(route)));
   // Bodies are JSON only: without Fastify's text/plain parser, other types answer 415.
   app.removeContentTypeParser('text/plain');

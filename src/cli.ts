@@ -12,7 +12,7 @@ import { ID_PATTERN, parseDirectoryFile, validateDirectoryFile, type ValidationR
 import { hashPassword } from './auth/password-hash.ts';
 import { deleteCredential, upsertCredential } from './repositories/credential-repository.ts';
 import { ImportRejected, importDirectory } from './services/directory-import.ts';
-import { serve } from './server.ts';
+import { ListenError, serve } from './server.ts';
 
 const USAGE = `Usage: signroom <command>
 
@@ -165,9 +165,19 @@ async function main(argv: string[]): Promise<number> {
       return -1;
     }
     case 'migrate': {
-      const result = await withDatabase(config, async () => undefined);
-      console.log('database schema is up to date');
-      return result ?? 0;
+      const handle = openDatabase(config);
+      try {
+        const { results = [] } = await migrateToLatest(handle.db);
+        const applied = results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
+        console.log(
+          applied.length === 0
+            ? `database schema is up to date (${handle.description})`
+            : `applied ${applied.length} migration(s) to ${handle.description}: ${applied.join(', ')}`,
+        );
+        return 0;
+      } finally {
+        await handle.close();
+      }
     }
     case 'import': {
       const [file] = args;
@@ -200,6 +210,9 @@ main(process.argv.slice(2)).then(
     if (error instanceof UsageError) {
       console.error(`signroom: ${error.message}\n\n${USAGE}`);
       process.exitCode = 2;
+    } else if (error instanceof ListenError) {
+      console.error(`signroom: ${error.message}`);
+      process.exitCode = 1;
     } else if (error instanceof ConfigError) {
       console.error(`signroom: configuration error: ${error.message}`);
       process.exitCode = 2;

@@ -20,6 +20,29 @@ export async function serve(config: Config): Promise<FastifyInstance> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    // Nothing may keep the process alive after a failed start (render workers, database).
+    await app.close();
+    throw new ListenError(config, error);
+  }
   return app;
+}
+
+/** The server could not listen: the port is taken, the address is not ours, and so on. */
+export class ListenError extends Error {
+  constructor(config: Config, cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'EADDRINUSE'
+        ? 'the port is already in use (stop the other process or set PORT)'
+        : code === 'EADDRNOTAVAIL'
+          ? 'the address is not one of this machine\'s (set HOST)'
+          : code === 'EACCES'
+            ? 'permission denied (ports below 1024 need privileges; set PORT)'
+            : (cause as Error).message;
+    super(`cannot listen on ${config.host}:${config.port}: ${reason}`, { cause });
+    this.name = 'ListenError';
+  }
 }

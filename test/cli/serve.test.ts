@@ -38,11 +38,28 @@ describe('bin/signroom serve and configuration', () => {
     server.child.kill('SIGTERM');
     const response = await inFlight;
     assert.equal(response.status, 200);
+    // A keep-alive client must not hold the stopping server open.
+    assert.equal(response.headers.get('connection'), 'close');
     assert.equal(((await response.json()) as { numberOfElements: number }).numberOfElements, 5);
     const [code] = await once(server.child, 'exit');
     assert.equal(code, 0, server.output());
     const logLines = server.output().trim().split('\n').map((line) => JSON.parse(line) as { reqId?: string; msg: string });
     assert.ok(logLines.some((line) => line.msg === 'request completed' && typeof line.reqId === 'string'));
     assert.ok(logLines.some((line) => /shutting down/.test(line.msg)));
+  });
+
+  it('exits with a clear message when the port is taken', async () => {
+    const port = await freePort();
+    const { createServer } = await import('node:net');
+    const squatter = createServer().listen(port, '127.0.0.1');
+    await once(squatter, 'listening');
+    try {
+      const result = await runCli(['serve'], { SIGNROOM_DATA_DIR: dataDir, PORT: String(port) });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
+      assert.doesNotMatch(result.stderr, /at .*\.ts:\d+/, 'no stack trace');
+    } finally {
+      squatter.close();
+    }
   });
 });

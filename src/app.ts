@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Authenticator } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
-import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts';
+import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { requireBasicAuth } from './http/auth-hook.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
@@ -19,7 +19,7 @@ import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { DocumentService } from './services/documents.ts';
-import { FileBlobStore } from './documents/blob-store.ts';
+import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
 import { documentRoutes } from './http/document-routes.ts';
 import { compileBody } from './http/body-validator.ts';
@@ -39,13 +39,7 @@ export interface AppOptions {
  * The server, the tests and the benchmarks all use this one function.
  */
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
-  const database = openDatabase(config);
-  try {
-    await migrateToLatest(database.db);
-  } catch (error) {
-    await database.close();
-    throw error;
-  }
+  const { database } = await openMigratedDatabase(config);
   return createServer(config, database, options);
 }
 
@@ -66,8 +60,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     routerOptions: { maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const blobs = new FileBlobStore(path.join(config.dataDir, 'blobs'));
-  await blobs.init();
+  const blobs = await openBlobStore(database, config.dataDir);
   const renderer = new RenderPool(config.render);
   app.addHook('onClose', async () => {
     await renderer.close();

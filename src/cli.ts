@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { FileBlobStore } from './documents/blob-store.ts';
+import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
 import { ProblemError } from './errors.ts';
 import { DocumentService } from './services/documents.ts';
 import { loadConfig, ConfigError, type Config } from './config.ts';
-import { migrateToLatest, openDatabase } from './db/database.ts';
+import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
+import { DatabaseUnavailableError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
 import { ID_PATTERN, parseDirectoryFile, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
 import { hashPassword } from './auth/password-hash.ts';
@@ -33,11 +34,10 @@ Configuration comes from environment variables (see README).`;
 /** Thrown for a bad command line: printed with the usage, exit status 2. */
 class UsageError extends Error {}
 
-async function withDatabase<T>(config: Config, work: (db: ReturnType<typeof openDatabase>['db']) => Promise<T>): Promise<T> {
-  const handle = openDatabase(config);
+async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], dialect: DatabaseHandle['dialect']) => Promise<T>): Promise<T> {
+  const { database: handle } = await openMigratedDatabase(config);
   try {
-    await migrateToLatest(handle.db);
-    return await work(handle.db);
+    return await work(handle.db, handle.dialect);
   } finally {
     await handle.close();
   }
@@ -120,9 +120,8 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
   }
   const renderer = new RenderPool({ ...config.render, workers: 1 });
   try {
-    return await withDatabase(config, async (db) => {
-      const blobs = new FileBlobStore(path.join(config.dataDir, 'blobs'));
-      await blobs.init();
+    return await withDatabase(config, async (db, dialect) => {
+      const blobs = await openBlobStore({ db, dialect }, config.dataDir);
       const documents = new DocumentService(db, blobs, renderer, { maxBytes: config.maxDocumentBytes, thumbnailWidth: config.thumbnailWidth });
       try {
         const result = await documents.upload({
@@ -165,10 +164,8 @@ async function main(argv: string[]): Promise<number> {
       return -1;
     }
     case 'migrate': {
-      const handle = openDatabase(config);
+      const { database: handle, applied } = await openMigratedDatabase(config);
       try {
-        const { results = [] } = await migrateToLatest(handle.db);
-        const applied = results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
         console.log(
           applied.length === 0
             ? `database schema is up to date (${handle.description})`
@@ -210,7 +207,7 @@ main(process.argv.slice(2)).then(
     if (error instanceof UsageError) {
       console.error(`signroom: ${error.message}\n\n${USAGE}`);
       process.exitCode = 2;
-    } else if (error instanceof ListenError) {
+    } else if (error instanceof ListenError || error instanceof DatabaseUnavailableError) {
       console.error(`signroom: ${error.message}`);
       process.exitCode = 1;
     } else if (error instanceof ConfigError) {

@@ -6,6 +6,8 @@ export interface Config {
   readonly port: number;
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
+  /** PostgreSQL connections per process. */
+  readonly databasePoolSize: number;
   readonly maxPageSize: number;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
@@ -52,6 +54,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     port: integer(env, 'PORT', 8080, 0, 65535),
     dataDir: path.resolve(cwd, nonEmpty(env, 'SIGNROOM_DATA_DIR', './data')),
     databaseUrl: databaseUrl(env),
+    databasePoolSize: integer(env, 'SIGNROOM_DB_POOL_SIZE', 10, 1, 1000),
     maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
     maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),

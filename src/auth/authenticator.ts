@@ -3,9 +3,10 @@ import type { Kysely } from 'kysely';
 import type { LoginPolicy } from '../config.ts';
 import type { Database } from '../db/tables.ts';
 import { parseBasicAuthorization } from '../domain/basic-auth.ts';
-import { findCredential, type CredentialScope } from '../repositories/credential-repository.ts';
+import { findLoginState, type CredentialScope } from '../repositories/credential-repository.ts';
+import { clearLoginFailures, purgeLoginFailures, recordLoginFailure } from '../repositories/login-failure-repository.ts';
 import { LruCache } from '../services/lru-cache.ts';
-import { LoginThrottle } from './login-throttle.ts';
+import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
 import { DECOY_HASH, verifyPassword } from './password-hash.ts';
 
 /** The result of checking an Authorization header. */
@@ -26,6 +27,8 @@ const VERIFIED_CACHE_ENTRIES = 10_000;
 /** The longest username and password an import or the CLI can store. */
 const MAX_USERNAME_LENGTH = 128;
 const MAX_PASSWORD_LENGTH = 1024;
+/** Every this many recorded failures, expired failure records are deleted. */
+const PURGE_EVERY_FAILURES = 100;
 
 /**
  * Checks Basic credentials against the credential table. The credential row is
@@ -42,6 +45,7 @@ export class Authenticator {
   readonly #verified = new LruCache<string, VerifiedEntry>(VERIFIED_CACHE_ENTRIES);
   readonly #inFlight = new Map<string, Promise<boolean>>();
   readonly #cacheSecret = randomBytes(32);
+  #failuresSincePurge = 0;
 
   constructor(db: Kysely<Database>, policy: LoginPolicy, now: () => number = Date.now) {
     this.#db = db;
@@ -59,10 +63,12 @@ export class Authenticator {
     // No stored credential is this long: answer at once, and keep nothing about it.
     if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH) return { kind: 'rejected', delayMs: 0 };
 
-    const verdict = this.#throttle.check(username);
+    // One read per request: the credential (so a revoked or changed one stops
+    // working at once) and the username's failed logins, shared by every process.
+    const { credential: row, failures } = await findLoginState(this.#db, username);
+    const verdict = this.#throttle.check(username, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
 
-    const row = await findCredential(this.#db, username);
     const cacheKey = createHmac('sha256', this.#cacheSecret).update(username).update('\0').update(password).digest('base64');
     const cached = this.#verified.get(cacheKey);
     if (row !== undefined && cached !== undefined && cached.expiresAt > this.#now() && sameString(cached.passwordHash, row.passwordHash)) {
@@ -75,7 +81,7 @@ export class Authenticator {
     let verification = this.#inFlight.get(verificationKey);
     const owner = verification === undefined;
     if (verification === undefined) {
-      const admitted = this.#throttle.begin(username);
+      const admitted = this.#throttle.begin(username, failures);
       if (admitted.locked) return { kind: 'throttled', retryAfterSeconds: admitted.retryAfterSeconds };
       verification = verifyPassword(password, storedHash).finally(() => this.#inFlight.delete(verificationKey));
       this.#inFlight.set(verificationKey, verification);
@@ -84,15 +90,30 @@ export class Authenticator {
     try {
       valid = await verification;
     } catch (error) {
-      if (owner) this.#throttle.cancel(username);
+      if (owner) this.#throttle.end(username);
       throw error;
     }
     if (!valid || row === undefined) {
-      const delayMs = owner ? this.#throttle.recordFailure(username) : this.#throttle.currentDelayMs(username);
-      return { kind: 'rejected', delayMs };
+      if (!owner) return { kind: 'rejected', delayMs: failureDelayMs(this.#throttle.current(failures)?.failures ?? 0) };
+      try {
+        const recorded = await recordLoginFailure(this.#db, username, this.#now(), {
+          windowMs: this.#policy.lockSeconds * 1000,
+          maxFailures: this.#policy.maxFailures,
+        });
+        await this.#purgeNowAndThen();
+        return { kind: 'rejected', delayMs: failureDelayMs(recorded.failures) };
+      } finally {
+        this.#throttle.end(username);
+      }
     }
 
-    if (owner) this.#throttle.recordSuccess(username);
+    if (owner) {
+      try {
+        if (failures !== undefined) await clearLoginFailures(this.#db, username);
+      } finally {
+        this.#throttle.end(username);
+      }
+    }
     if (this.#policy.verifiedCacheSeconds > 0) {
       this.#verified.set(cacheKey, {
         passwordHash: storedHash,
@@ -100,6 +121,13 @@ export class Authenticator {
       });
     }
     return { kind: 'authenticated', username, scope: row.scope };
+  }
+
+  async #purgeNowAndThen(): Promise<void> {
+    this.#failuresSincePurge += 1;
+    if (this.#failuresSincePurge < PURGE_EVERY_FAILURES) return;
+    this.#failuresSincePurge = 0;
+    await purgeLoginFailures(this.#db, this.#now() - this.#policy.lockSeconds * 1000);
   }
 }
 

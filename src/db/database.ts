@@ -1,14 +1,17 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
-import { ConfigError, type Config } from '../config.ts';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import type { DialectName } from './dialect.ts';
+import { DatabaseUnavailableError, isDatabaseUnreachable } from './database-errors.ts';
 import { NodeSqliteDatabase } from './sqlite-driver.ts';
-import { MIGRATIONS } from './migrations/index.ts';
+import { migrationsFor } from './migrations/index.ts';
 import type { Database } from './tables.ts';
 
-export type DialectName = 'sqlite';
+export type { DialectName } from './dialect.ts';
 
 /** An open database: the query builder plus what the lifecycle needs. */
 export interface DatabaseHandle {
@@ -24,13 +27,14 @@ export interface DatabaseHandle {
 /** File name of the embedded database inside SIGNROOM_DATA_DIR. */
 export const SQLITE_FILE = 'signroom.sqlite';
 
-/** Opens the configured database (SQLite under the data directory by default). */
+/** Opens the configured database: PostgreSQL when DATABASE_URL is set, else SQLite under the data directory. */
 export function openDatabase(config: Config): DatabaseHandle {
-  if (config.databaseUrl !== undefined) {
-    throw new ConfigError('DATABASE_URL', 'PostgreSQL is not supported by this version yet; unset it to use the embedded SQLite database');
-  }
-  mkdirSync(config.dataDir, { recursive: true });
-  const file = path.join(config.dataDir, SQLITE_FILE);
+  return config.databaseUrl === undefined ? openSqlite(config.dataDir) : openPostgres(config.databaseUrl, config.databasePoolSize);
+}
+
+function openSqlite(dataDir: string): DatabaseHandle {
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, SQLITE_FILE);
   const native = new DatabaseSync(file, { timeout: 5000 });
   // WAL lets readers run beside the one writer; synchronous=FULL makes every
   // commit durable before it is acknowledged, even across power loss.
@@ -43,11 +47,35 @@ export function openDatabase(config: Config): DatabaseHandle {
     PRAGMA mmap_size = 268435456;
   `);
   const database = new NodeSqliteDatabase(native);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`);
+}
+
+/** How long to wait for a PostgreSQL connection before the request fails with 503. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+function openPostgres(url: string, poolSize: number): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: 30_000,
+    application_name: 'signroom',
+  });
+  // An idle connection that breaks (server restart, network) is dropped from the
+  // pool and replaced on the next query; unhandled, the event would end the process.
+  pool.on('error', () => undefined);
+  // A connection that breaks while checked out emits 'error' on its client, which
+  // the pool no longer listens to then; the query in flight fails on its own (a
+  // 503), and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return handle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres', describePostgresUrl(url));
+}
+
+function handle(db: Kysely<Database>, dialect: DialectName, description: string): DatabaseHandle {
   return {
     db,
-    dialect: 'sqlite',
-    description: `sqlite:${file}`,
+    dialect,
+    description,
     async ping() {
       await sql`select 1`.execute(db);
     },
@@ -57,11 +85,36 @@ export function openDatabase(config: Config): DatabaseHandle {
   };
 }
 
+/** `postgres://user@host:port/database`: the URL without its password or options. */
+export function describePostgresUrl(url: string): string {
+  const parsed = new URL(url);
+  const user = parsed.username === '' ? '' : `${decodeURIComponent(parsed.username)}@`;
+  const port = parsed.port === '' ? '5432' : parsed.port;
+  return `postgres://${user}${parsed.hostname}:${port}${parsed.pathname}`;
+}
+
+/**
+ * Opens the configured database and brings its schema up to date. A database
+ * that cannot be reached or migrated is a DatabaseUnavailableError saying why.
+ */
+export async function openMigratedDatabase(config: Config): Promise<{ database: DatabaseHandle; applied: string[] }> {
+  const database = openDatabase(config);
+  try {
+    const { results = [] } = await migrateToLatest(database);
+    const applied = results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
+    return { database, applied };
+  } catch (error) {
+    await database.close();
+    throw database.dialect === 'postgres' || isDatabaseUnreachable(error) ? new DatabaseUnavailableError(database.description, error) : error;
+  }
+}
+
 /** Brings the schema up to date; throws with the failing migration's error. */
-export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {
+export async function migrateToLatest(handle: Pick<DatabaseHandle, 'db' | 'dialect'>): Promise<MigrationResultSet> {
+  const migrations = migrationsFor(handle.dialect);
   const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => MIGRATIONS },
+    db: handle.db,
+    provider: { getMigrations: async () => migrations },
   });
   const result = await migrator.migrateToLatest();
   if (result.error !== undefined) throw result.error;

@@ -1,8 +1,10 @@
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import type { DialectName } from './dialect.ts';
 
 /**
- * The SQL that differs between databases, in one place. Only SQLite is
- * implemented so far; a PostgreSQL variant will sit beside each function.
+ * The SQL that differs between SQLite and PostgreSQL, in one place. Keys are
+ * folded in code (src/domain/fold.ts) and compared byte-wise on both, so these
+ * functions only choose the spelling and the index.
  */
 
 /** How many search terms are tested as direct conditions before the rest go through one array parameter. */
@@ -10,43 +12,66 @@ const DIRECT_TERMS = 4;
 
 /**
  * True when every term is a substring of `column` (binary, case-sensitive: both
- * sides are already folded). Beyond a few terms they are passed as one JSON
- * array, so a 10,000-character query with thousands of terms stays one bound
- * parameter and a shallow expression.
+ * sides are already folded). Beyond a few terms they are passed as one array
+ * parameter, so a 10,000-character query with thousands of terms stays one bound
+ * parameter and a shallow expression. Terms must not contain U+0000 (see hasNul).
  */
-export function containsAllTerms(column: Expression<string>, terms: readonly string[]): RawBuilder<SqlBool>[] {
-  const direct = terms.slice(0, DIRECT_TERMS).map((term) => sql<SqlBool>`instr(${column}, ${term}) > 0`);
+export function containsAllTerms(dialect: DialectName, column: Expression<string>, terms: readonly string[]): RawBuilder<SqlBool>[] {
+  const position = dialect === 'postgres' ? 'strpos' : 'instr';
+  const direct = terms.slice(0, DIRECT_TERMS).map((term) => sql<SqlBool>`${sql.raw(position)}(${column}, ${term}) > 0`);
   const rest = terms.slice(DIRECT_TERMS);
   if (rest.length === 0) return direct;
-  return [
-    ...direct,
-    sql<SqlBool>`not exists (select 1 from json_each(${JSON.stringify(rest)}) as term where instr(${column}, term.value) = 0)`,
-  ];
+  const missing =
+    dialect === 'postgres'
+      ? sql<SqlBool>`not exists (select 1 from unnest(${rest}::text[]) as term(value) where strpos(${column}, term.value) = 0)`
+      : sql<SqlBool>`not exists (select 1 from json_each(${JSON.stringify(rest)}) as term where instr(${column}, term.value) = 0)`;
+  return [...direct, missing];
 }
 
 /**
- * The terms a trigram index can look up: three characters (code points) or
- * more, and no U+0000, which ends an FTS5 query string (stored keys never
- * contain it, so the exact check alone rules such a term out).
+ * Whether a term contains U+0000. Stored keys never do, so such a term matches
+ * nothing; PostgreSQL cannot even take it as a text parameter, and it would end
+ * an FTS5 query string, so it is ruled out before any SQL is built.
  */
+export function hasNul(term: string): boolean {
+  return term.includes('\0');
+}
+
+/** The terms a trigram index can look up: three characters (code points) or more. */
 export function indexableTerms(terms: readonly string[]): string[] {
-  return terms.filter((term) => [...term].length >= 3 && !term.includes('\0'));
+  return terms.filter((term) => [...term].length >= 3);
 }
 
 /**
- * True when the user (by `seq`) is among the full-text matches of every term;
- * each term is quoted as an FTS5 phrase, so no character has a special meaning.
- * Call only with indexable terms; the exact substring check stays in force beside it.
+ * True when the user is among the trigram index's matches of every term. On
+ * SQLite each term is quoted as an FTS5 phrase over `users_search`; on
+ * PostgreSQL it is a `LIKE '%term%'` that the pg_trgm GIN index answers, with
+ * `%`, `_` and `\` escaped. No character has a special meaning either way. Call
+ * only with indexable terms; the exact substring check stays in force beside it.
  */
-export function inSearchIndex(seq: Expression<number>, terms: readonly string[]): RawBuilder<SqlBool> {
+export function inSearchIndex(
+  dialect: DialectName,
+  user: { seq: Expression<number>; searchKey: Expression<string> },
+  terms: readonly string[],
+): RawBuilder<SqlBool> {
+  if (dialect === 'postgres') {
+    const likes = terms.map((term) => sql<SqlBool>`${user.searchKey} like ${`%${escapeLike(term)}%`}`);
+    return sql<SqlBool>`(${sql.join(likes, sql` and `)})`;
+  }
   const query = terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' AND ');
-  return sql<SqlBool>`${seq} in (select rowid from users_search where users_search match ${query})`;
+  return sql<SqlBool>`${user.seq} in (select rowid from users_search where users_search match ${query})`;
+}
+
+/** A LIKE pattern that matches `text` literally (PostgreSQL's default escape character is `\`). */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (character) => `\\${character}`);
 }
 
 /**
  * The column as an expression the planner cannot use an index for (SQLite's
- * unary plus), so that a search-index condition beside it drives the query.
+ * unary plus; a no-op concatenation on PostgreSQL), so that a search-index
+ * condition beside it drives the query.
  */
-export function notIndexed<T>(column: Expression<T>): RawBuilder<T> {
-  return sql<T>`+${column}`;
+export function notIndexed(dialect: DialectName, column: Expression<string>): RawBuilder<string> {
+  return dialect === 'postgres' ? sql<string>`(${column} || '')` : sql<string>`+${column}`;
 }

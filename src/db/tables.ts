@@ -9,6 +9,21 @@ export interface Database {
   credentials: CredentialTable;
   documents: DocumentTable;
   idempotency_keys: IdempotencyKeyTable;
+  login_failures: LoginFailureTable;
+  /** PostgreSQL only: document bytes (SQLite keeps them as files). */
+  blobs: BlobTable;
+}
+
+export interface LoginFailureTable {
+  username: string;
+  failures: number;
+  /** Milliseconds since the epoch (a string from PostgreSQL's bigint). */
+  window_start: number | string;
+}
+
+export interface BlobTable {
+  sha256: string;
+  bytes: Uint8Array;
 }
 
 export interface OrganizationTable {

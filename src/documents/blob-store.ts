@@ -2,6 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../db/tables.ts';
 
 /** Bytes written durably but not yet part of the store: commit or discard them. */
 export interface StagedBlob {
@@ -10,21 +12,45 @@ export interface StagedBlob {
   readonly path: string;
 }
 
-/** Where document bytes live, addressed by their SHA-256. A later issue may add object storage. */
+/**
+ * Where document bytes live, addressed by their SHA-256: files under the data
+ * directory (SQLite), or a table of PostgreSQL, which every instance reaches.
+ * A later issue may add object storage.
+ */
 export interface BlobStore {
-  /** Writes the bytes to a temporary file and fsyncs it; nothing is stored until commit. */
+  /** Writes the bytes to a local temporary file and fsyncs it; nothing is stored until commit. */
   stage(bytes: Buffer): Promise<StagedBlob>;
-  /** Moves staged bytes into the store (durably); identical bytes are stored once. */
-  commit(staged: StagedBlob): Promise<void>;
+  /**
+   * Stores staged bytes, called inside the transaction that records their
+   * document after lockBlob: durably before the row commits (files), or as part
+   * of that very transaction (PostgreSQL). Identical bytes are stored once.
+   */
+  commit(staged: StagedBlob, trx: Transaction<Database>): Promise<void>;
   /** Forgets staged bytes. */
   discard(staged: StagedBlob): Promise<void>;
   /** The bytes, or undefined when no blob has that hash. */
   get(sha256: string): Promise<Buffer | undefined>;
+  /** Deletes a blob whose last document was deleted (kept if a document refers to it again). */
   delete(sha256: string): Promise<void>;
-  /** Every stored hash. */
-  list(): Promise<string[]>;
-  /** Removes what interrupted writes left behind; returns how many files. */
-  removeTemporaryFiles(): Promise<number>;
+  /** Removes what interrupted work left behind: temporary files, and blobs no document refers to. */
+  recover(referenced: () => Promise<Set<string>>): Promise<{ temporaryFiles: number; orphanBlobs: number }>;
+}
+
+/**
+ * Serialises, across processes, the transactions that store or delete one
+ * blob's documents (PostgreSQL advisory lock, released at commit). SQLite needs
+ * none: its one writer at a time, and the per-process lock, already do it.
+ */
+export async function lockBlob(trx: Transaction<Database>, sha256: string, dialect: 'sqlite' | 'postgres'): Promise<void> {
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtextextended(${`blob:${sha256}`}, 0))`.execute(trx);
+}
+
+/** The store for a database: PostgreSQL's blobs table, or files under `<dataDir>/blobs`. Staging is always local. */
+export async function openBlobStore(database: { db: Kysely<Database>; dialect: 'sqlite' | 'postgres' }, dataDir: string): Promise<BlobStore> {
+  const dir = path.join(dataDir, 'blobs');
+  const store = database.dialect === 'postgres' ? new PostgresBlobStore(database.db, dir) : new FileBlobStore(dir);
+  await store.init();
+  return store;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -65,7 +91,7 @@ export class FileBlobStore implements BlobStore {
     return { sha256, path: temporary };
   }
 
-  async commit(staged: StagedBlob): Promise<void> {
+  async commit(staged: StagedBlob, _trx?: Transaction<Database>): Promise<void> {
     const target = this.#path(staged.sha256);
     if (await exists(target)) {
       await this.discard(staged);
@@ -111,10 +137,84 @@ export class FileBlobStore implements BlobStore {
     return hashes;
   }
 
+  async recover(referenced: () => Promise<Set<string>>): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
+    const temporaryFiles = await this.removeTemporaryFiles();
+    const inUse = await referenced();
+    let orphanBlobs = 0;
+    for (const sha256 of await this.list()) {
+      if (!inUse.has(sha256)) {
+        await this.delete(sha256);
+        orphanBlobs++;
+      }
+    }
+    return { temporaryFiles, orphanBlobs };
+  }
+
   async removeTemporaryFiles(): Promise<number> {
     const names = await readdir(this.#tmp);
     await Promise.all(names.map((name) => rm(path.join(this.#tmp, name), { force: true })));
     return names.length;
+  }
+}
+
+/**
+ * Blobs in PostgreSQL's `blobs` table, so every instance reads every document
+ * without a shared volume; a blob commits in the same transaction as its
+ * document row. Staging stays local (a file the render worker reads).
+ */
+export class PostgresBlobStore implements BlobStore {
+  readonly #db: Kysely<Database>;
+  readonly #staging: FileBlobStore;
+
+  constructor(db: Kysely<Database>, stagingDir: string) {
+    this.#db = db;
+    this.#staging = new FileBlobStore(stagingDir);
+  }
+
+  async init(): Promise<void> {
+    await this.#staging.init();
+  }
+
+  stage(bytes: Buffer): Promise<StagedBlob> {
+    return this.#staging.stage(bytes);
+  }
+
+  async commit(staged: StagedBlob, trx: Transaction<Database>): Promise<void> {
+    const bytes = await readFile(staged.path);
+    await trx.insertInto('blobs').values({ sha256: staged.sha256, bytes }).onConflict((oc) => oc.column('sha256').doNothing()).execute();
+    await this.#staging.discard(staged);
+  }
+
+  discard(staged: StagedBlob): Promise<void> {
+    return this.#staging.discard(staged);
+  }
+
+  async get(sha256: string): Promise<Buffer | undefined> {
+    const row = await this.#db.selectFrom('blobs').select('bytes').where('sha256', '=', sha256).executeTakeFirst();
+    return row === undefined ? undefined : Buffer.from(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength);
+  }
+
+  async delete(sha256: string): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      await lockBlob(trx, sha256, 'postgres');
+      await trx
+        .deleteFrom('blobs')
+        .where('sha256', '=', sha256)
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('documents').select('id').where('documents.sha256', '=', sha256))))
+        .execute();
+    });
+  }
+
+  async recover(): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
+    const temporaryFiles = await this.#staging.removeTemporaryFiles();
+    // Blobs and their documents commit together, so only a crash between a
+    // document's deletion and its blob's leaves an orphan; other instances'
+    // uploads in flight are invisible here until both their rows commit.
+    const result = await this.#db
+      .deleteFrom('blobs')
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('documents').select('id').whereRef('documents.sha256', '=', 'blobs.sha256'))))
+      .executeTakeFirst();
+    return { temporaryFiles, orphanBlobs: Number(result.numDeletedRows) };
   }
 }
 

@@ -1,3 +1,4 @@
+import { isDatabaseUnreachable } from '../db/database-errors.ts';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEMS, ProblemError, problemBody, type ParameterError, type ProblemCode } from '../errors.ts';
@@ -52,6 +53,12 @@ export function installProblemHandlers(app: FastifyInstance): void {
     }
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       return sendProblem(reply, 'malformed-request', error.message);
+    }
+    if (isDatabaseUnreachable(error)) {
+      request.log.error({ err: error }, 'database unreachable');
+      return sendProblem(reply, 'service-unavailable', 'The database is not reachable right now; try again shortly.', {
+        headers: { 'retry-after': '5' },
+      });
     }
     request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, 'internal-error', 'The server could not complete the request. The request id in the x-request-id header identifies it in the log.');

@@ -1,4 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { FailureRecord } from '../auth/login-throttle.ts';
 import type { Database } from '../db/tables.ts';
 
 /** The organizations a credential may act on: some ids, or all of them. */
@@ -10,15 +11,31 @@ export interface CredentialRow {
   scope: CredentialScope;
 }
 
-/** The credential of a username, or undefined. */
-export async function findCredential(db: Kysely<Database>, username: string): Promise<CredentialRow | undefined> {
-  const row = await db
-    .selectFrom('credentials')
-    .select(['username', 'password_hash', 'organizations'])
-    .where('username', '=', username)
-    .executeTakeFirst();
-  if (row === undefined) return undefined;
-  return { username: row.username, passwordHash: row.password_hash, scope: JSON.parse(row.organizations) as CredentialScope };
+/**
+ * What authenticating a username needs, in one round trip: its credential (if
+ * any) and its failed logins (if any; kept for unknown usernames too).
+ */
+export async function findLoginState(
+  db: Kysely<Database>,
+  username: string,
+): Promise<{ credential: CredentialRow | undefined; failures: FailureRecord | undefined }> {
+  const { rows } = await sql<{
+    username: string | null;
+    password_hash: string | null;
+    organizations: string | null;
+    failures: number | null;
+    window_start: number | string | null;
+  }>`select c.username, c.password_hash, c.organizations, f.failures, f.window_start
+     from (select 1 as one) as probe
+     left join credentials as c on c.username = ${username}
+     left join login_failures as f on f.username = ${username}`.execute(db);
+  const row = rows[0];
+  const credential =
+    row?.username != null && row.password_hash !== null && row.organizations !== null
+      ? { username: row.username, passwordHash: row.password_hash, scope: JSON.parse(row.organizations) as CredentialScope }
+      : undefined;
+  const failures = row?.failures != null && row.window_start !== null ? { failures: Number(row.failures), windowStart: Number(row.window_start) } : undefined;
+  return { credential, failures };
 }
 
 /** Creates or replaces a credential. */

@@ -1,5 +1,6 @@
-import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { containsAllTerms, indexableTerms, inSearchIndex, notIndexed } from '../db/dialect-sql.ts';
+import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { containsAllTerms, hasNul, indexableTerms, inSearchIndex, notIndexed } from '../db/dialect-sql.ts';
+import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import { sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../domain/signatory-rules.ts';
 
@@ -51,14 +52,18 @@ function isRoomMember(eb: Users, roomId: string) {
 
 function candidates(db: Kysely<Database>, criteria: CandidateCriteria, plan: PagePlan) {
   const { filter, roomId } = criteria;
-  const indexable = plan === 'from-search-index' ? indexableTerms(criteria.terms) : [];
+  const dialect = dialectOf(db);
+  // No stored key contains U+0000, so a term with it matches nobody (and never reaches the SQL).
+  const terms = criteria.terms.filter((term) => !hasNul(term));
+  const indexable = plan === 'from-search-index' ? indexableTerms(terms) : [];
   let query =
     indexable.length > 0
       ? db
           .selectFrom('users as u')
-          .where(notIndexed(sql.ref<string>('u.org_id')), '=', criteria.orgId)
-          .where(inSearchIndex(sql.ref('u.seq'), indexable))
+          .where(notIndexed(dialect, sql.ref<string>('u.org_id')), '=', criteria.orgId)
+          .where(inSearchIndex(dialect, { seq: sql.ref('u.seq'), searchKey: sql.ref('u.search_key') }, indexable))
       : db.selectFrom('users as u').where('u.org_id', '=', criteria.orgId);
+  if (terms.length < criteria.terms.length) query = query.where(sql<SqlBool>`1 = 0`);
   if (!criteria.includeExternal || filter.external === false) query = query.where('u.external', '=', 0);
   if (filter.roomMember === true) query = query.where((eb) => isRoomMember(eb, roomId));
   if (filter.roomMember === false) query = query.where((eb) => eb.not(isRoomMember(eb, roomId)));
@@ -68,7 +73,7 @@ function candidates(db: Kysely<Database>, criteria: CandidateCriteria, plan: Pag
   if (filter.requiresInvitation === false) {
     query = query.where((eb) => eb.or([eb('u.needs_invite', '=', 0), isRoomMember(eb, roomId)]));
   }
-  for (const condition of containsAllTerms(sql.ref('u.search_key'), criteria.terms)) {
+  for (const condition of containsAllTerms(dialect, sql.ref('u.search_key'), terms)) {
     query = query.where(condition);
   }
   return query;

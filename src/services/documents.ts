@@ -2,7 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import sharp from 'sharp';
 import type { Database, DocumentTable } from '../db/tables.ts';
-import type { BlobStore } from '../documents/blob-store.ts';
+import { lockBlob, type BlobStore } from '../documents/blob-store.ts';
+import { dialectOf, type DialectName } from '../db/dialect.ts';
 import type { RenderPool } from '../documents/render-pool.ts';
 import { sniffDocumentType, type PayloadResult } from '../domain/payload.ts';
 import { toPage, type Page } from '../domain/paging.ts';
@@ -66,6 +67,7 @@ export class DocumentService {
   /** Serialises work on one blob (store + insert against delete + unlink) and on one idempotency key. */
   readonly #locks = new KeyedMutex();
   #placeholder: Promise<Buffer> | undefined;
+  readonly #dialect: DialectName;
 
   constructor(db: Kysely<Database>, blobs: BlobStore, renderer: RenderPool, options: { maxBytes: number; thumbnailWidth: number }) {
     this.#db = db;
@@ -73,20 +75,12 @@ export class DocumentService {
     this.#renderer = renderer;
     this.#maxBytes = options.maxBytes;
     this.#thumbnailWidth = options.thumbnailWidth;
+    this.#dialect = dialectOf(db);
   }
 
   /** Removes what a crash may have left: temporary files and blobs no document refers to. */
-  async recover(): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
-    const temporaryFiles = await this.#blobs.removeTemporaryFiles();
-    const referenced = await referencedBlobs(this.#db);
-    let orphanBlobs = 0;
-    for (const sha256 of await this.#blobs.list()) {
-      if (!referenced.has(sha256)) {
-        await this.#blobs.delete(sha256);
-        orphanBlobs++;
-      }
-    }
-    return { temporaryFiles, orphanBlobs };
+  recover(): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
+    return this.#blobs.recover(() => referencedBlobs(this.#db));
   }
 
   /** Checks the payload (400, 413, 415), then the room (404), then renders and stores. */
@@ -132,7 +126,6 @@ export class DocumentService {
   ): Promise<UploadResult> {
     // Staged first: the render worker reads the file, and a stored document needs it anyway.
     const staged = await this.#blobs.stage(bytes);
-    let committed = false;
     try {
       const outcome = await this.#renderer.render(mediaType, staged.path, this.#thumbnailWidth);
       if (outcome.kind === 'encrypted') throw new ProblemError('document-encrypted', 'The PDF needs a password to open; upload it without one.');
@@ -153,9 +146,9 @@ export class DocumentService {
         thumbnail_rendered: outcome.kind === 'thumbnail' ? 1 : 0,
       };
       await this.#locks.run(`blob\0${staged.sha256}`, async () => {
-        await this.#blobs.commit(staged);
-        committed = true;
         await this.#db.transaction().execute(async (trx) => {
+          await lockBlob(trx, staged.sha256, this.#dialect);
+          await this.#blobs.commit(staged, trx);
           await insertDocument(trx, row);
           if (idempotency !== undefined) {
             const record = { requestSha256: idempotency.requestSha256, documentId: row.id, thumbnail };
@@ -165,7 +158,8 @@ export class DocumentService {
       });
       return { id: row.id, thumbnailPng: thumbnail };
     } finally {
-      if (!committed) await this.#blobs.discard(staged);
+      // Once committed the staged file is gone (moved or copied); otherwise it goes now.
+      await this.#blobs.discard(staged);
     }
   }
 
@@ -201,9 +195,13 @@ export class DocumentService {
   async delete(orgId: string, roomId: string, id: string): Promise<void> {
     const row = await this.#requireDocument(orgId, roomId, id);
     await this.#locks.run(`blob\0${row.sha256}`, async () => {
-      const sha256 = await deleteDocument(this.#db, orgId, roomId, id);
-      if (sha256 === undefined) throw notFound(id);
-      if (!(await blobInUse(this.#db, sha256))) await this.#blobs.delete(sha256);
+      const unused = await this.#db.transaction().execute(async (trx) => {
+        await lockBlob(trx, row.sha256, this.#dialect);
+        const sha256 = await deleteDocument(trx, orgId, roomId, id);
+        if (sha256 === undefined) throw notFound(id);
+        return !(await blobInUse(trx, sha256));
+      });
+      if (unused) await this.#blobs.delete(row.sha256);
     });
   }
 

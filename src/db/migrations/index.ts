@@ -1,9 +1,28 @@
+import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
+import type { DialectName } from '../dialect.ts';
 import * as directory from './2026-11-22T0000-directory.ts';
 import * as documents from './2026-11-22T0100-documents.ts';
+import * as sharedState from './2026-11-22T0200-shared-state.ts';
 
-/** All migrations by name, in the order they run. Add new ones at the end. */
-export const MIGRATIONS: Record<string, Migration> = {
+/** A migration that may differ by database (search index, column types). */
+interface DialectMigration {
+  up(db: Kysely<any>, dialect: DialectName): Promise<void>;
+  down(db: Kysely<any>, dialect: DialectName): Promise<void>;
+}
+
+const ALL: Record<string, DialectMigration> = {
   '2026-11-22T0000-directory': directory,
   '2026-11-22T0100-documents': documents,
+  '2026-11-22T0200-shared-state': sharedState,
 };
+
+/** All migrations by name, in the order they run, for one database. Add new ones at the end. */
+export function migrationsFor(dialect: DialectName): Record<string, Migration> {
+  return Object.fromEntries(
+    Object.entries(ALL).map(([name, migration]) => [
+      name,
+      { up: (db: Kysely<any>) => migration.up(db, dialect), down: (db: Kysely<any>) => migration.down(db, dialect) },
+    ]),
+  );
+}

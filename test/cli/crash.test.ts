@@ -1,15 +1,33 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
-import { SQLITE_FILE } from '../../src/db/database.ts';
-import { freePort, runCli, startServer } from '../helpers/cli.ts';
+import { sql } from 'kysely';
+import { cliWorkspace, freePort, runCli, startServer, type CliWorkspace } from '../helpers/cli.ts';
+import { TEST_DIALECT } from '../helpers/databases.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { makePdf } from '../helpers/pdf.ts';
-import { basic, freshDataDir } from '../helpers/test-app.ts';
+import { basic } from '../helpers/test-app.ts';
+
+/** Every stored blob: its key, the SHA-256 of its bytes and its size. */
+async function storedBlobs(workspace: CliWorkspace): Promise<{ key: string; actual: string; size: number }[]> {
+  if (TEST_DIALECT === 'postgres') {
+    const rows = await workspace.sql<{ key: string; actual: string; size: number }>(
+      sql`SELECT sha256 AS key, encode(sha256(bytes), 'hex') AS actual, length(bytes) AS size FROM blobs`,
+    );
+    return rows.map((row) => ({ ...row, size: Number(row.size) }));
+  }
+  const blobs = path.join(workspace.dataDir, 'blobs');
+  const shards = readdirSync(blobs).filter((name) => /^[0-9a-f]{2}$/.test(name));
+  return shards.flatMap((shard) =>
+    readdirSync(path.join(blobs, shard)).map((key) => {
+      const bytes = readFileSync(path.join(blobs, shard, key));
+      return { key, actual: createHash('sha256').update(bytes).digest('hex'), size: bytes.length };
+    }),
+  );
+}
 
 /*
  * kill -9 the server in the middle of a stream of concurrent uploads, start it
@@ -17,17 +35,17 @@ import { basic, freshDataDir } from '../helpers/test-app.ts';
  * document is complete, and no temporary file or orphan blob is left.
  */
 describe('a crash during uploads', () => {
-  let dataDir: string;
+  let workspace: CliWorkspace;
   before(async () => {
-    dataDir = freshDataDir();
-    const file = path.join(dataDir, 'directory.json');
+    workspace = await cliWorkspace();
+    const file = path.join(workspace.dataDir, 'directory.json');
     writeFileSync(file, JSON.stringify(DIRECTORY));
-    assert.equal((await runCli(['import', file], { SIGNROOM_DATA_DIR: dataDir })).code, 0);
+    assert.equal((await runCli(['import', file], workspace.env)).code, 0);
   });
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  after(() => workspace.close());
 
   it('loses no acknowledged upload and leaves nothing half-written', async () => {
-    const env = { SIGNROOM_DATA_DIR: dataDir, PORT: String(await freePort()), SIGNROOM_LOG_LEVEL: 'warn' };
+    const env = { ...workspace.env, PORT: String(await freePort()), SIGNROOM_LOG_LEVEL: 'warn' };
     const server = await startServer(env);
     const url = `${server.url}/admin/api/v3/organizations/acme/rooms/board/documents`;
     const headers = { authorization: basic('acme-admin', ACME_PASSWORD), 'content-type': 'application/json' };
@@ -61,18 +79,17 @@ describe('a crash during uploads', () => {
         assert.equal(response.status, 200, `acknowledged document ${id}`);
         assert.deepEqual(Buffer.from(await response.arrayBuffer()), bytes);
       }
-      const db = new DatabaseSync(path.join(dataDir, SQLITE_FILE), { readOnly: true });
-      const rows = db.prepare('SELECT id, sha256, size_bytes FROM documents').all() as { id: string; sha256: string; size_bytes: number }[];
-      db.close();
-      const blobs = path.join(dataDir, 'blobs');
+      const rows = await workspace.sql<{ id: string; sha256: string; size_bytes: number }>(sql`SELECT id, sha256, size_bytes FROM documents`);
+      const stored = await storedBlobs(workspace);
+      for (const blob of stored) assert.equal(blob.actual, blob.key, `blob ${blob.key} is complete`);
+      const blobs = new Map(stored.map((blob) => [blob.key, blob]));
       for (const row of rows) {
-        const bytes = readFileSync(path.join(blobs, row.sha256.slice(0, 2), row.sha256));
-        assert.equal(createHash('sha256').update(bytes).digest('hex'), row.sha256, `blob of ${row.id} is complete`);
-        assert.equal(bytes.length, row.size_bytes);
+        const blob = blobs.get(row.sha256);
+        assert.ok(blob !== undefined, `blob of ${row.id} is stored`);
+        assert.equal(blob.size, Number(row.size_bytes));
       }
-      const stored = readdirSync(blobs).filter((name) => /^[0-9a-f]{2}$/.test(name)).flatMap((shard) => readdirSync(path.join(blobs, shard)));
-      assert.deepEqual(stored.sort(), [...new Set(rows.map((row) => row.sha256))].sort(), 'no orphan blobs');
-      assert.deepEqual(readdirSync(path.join(blobs, 'tmp')), [], 'no temporary files');
+      assert.deepEqual([...blobs.keys()].sort(), [...new Set(rows.map((row) => row.sha256))].sort(), 'no orphan blobs');
+      assert.deepEqual(readdirSync(path.join(workspace.dataDir, 'blobs', 'tmp')), [], 'no temporary files');
       assert.ok(rows.length >= acknowledged.size);
     } finally {
       restarted.child.kill('SIGTERM');

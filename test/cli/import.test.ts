@@ -1,47 +1,45 @@
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
-import { SQLITE_FILE } from '../../src/db/database.ts';
-import { runCli } from '../helpers/cli.ts';
+import { sql } from 'kysely';
+import { cliWorkspace, runCli, type CliWorkspace } from '../helpers/cli.ts';
+import { TEST_DIALECT } from '../helpers/databases.ts';
 import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
 import { topHalfBlackPdf } from '../helpers/pdf.ts';
-import { freshDataDir } from '../helpers/test-app.ts';
 
 describe('bin/signroom import', () => {
+  let workspace: CliWorkspace;
   let dataDir: string;
-  const env = () => ({ SIGNROOM_DATA_DIR: dataDir });
+  const env = () => workspace.env;
   const write = (name: string, content: unknown) => {
     const file = path.join(dataDir, name);
     writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
     return file;
   };
   /** The directory as stored, to prove a refused import changed nothing. */
-  const snapshot = () => {
-    const db = new DatabaseSync(path.join(dataDir, SQLITE_FILE), { readOnly: true });
-    try {
-      return ['organizations', 'users', 'rooms', 'room_members', 'credentials'].map((table) =>
-        db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).all(),
-      );
-    } finally {
-      db.close();
+  const snapshot = async () => {
+    const tables = [];
+    for (const table of ['organizations', 'users', 'rooms', 'room_members', 'credentials']) {
+      tables.push(await workspace.sql<Record<string, unknown>>(sql`SELECT * FROM ${sql.table(table)} ORDER BY 1, 2`));
     }
+    return tables;
   };
 
   before(async () => {
-    dataDir = freshDataDir();
+    workspace = await cliWorkspace();
+    dataDir = workspace.dataDir;
     const result = await runCli(['import', write('directory.json', DIRECTORY)], env());
     assert.equal(result.code, 0, result.stderr);
   });
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  after(() => workspace.close());
 
   it('prints counts and is idempotent', async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const result = await runCli(['import', path.join(dataDir, 'directory.json')], env());
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /imported 2 organization\(s\), 5 user\(s\), 3 room\(s\) with 2 member\(s\), 2 credential\(s\)/);
-    const afterImport = snapshot();
+    const afterImport = await snapshot();
     // Only the password salts and the directory versions move.
     const strip = (tables: unknown[][]) =>
       JSON.stringify(tables, (key, value) => (key === 'password_hash' || key === 'updated_at' || key === 'directory_version' ? undefined : value));
@@ -121,12 +119,12 @@ describe('bin/signroom import', () => {
 
   for (const [name, content, expected] of refused) {
     it(`refuses ${name}: exit 1, every problem listed, nothing changed`, async () => {
-      const before = snapshot();
+      const before = await snapshot();
       const result = await runCli(['import', write(`bad-${name.replaceAll(' ', '-')}.json`, content)], env());
       assert.equal(result.code, 1, result.stdout);
       for (const pattern of expected) assert.match(result.stderr, pattern);
       assert.match(result.stderr, /problem\(s\) found; nothing was changed\.$/m);
-      assert.deepEqual(snapshot(), before);
+      assert.deepEqual(await snapshot(), before);
     });
   }
 
@@ -143,14 +141,14 @@ describe('bin/signroom import', () => {
     };
     const result = await runCli(['import', write('swap.json', swapped)], env());
     assert.equal(result.code, 0, result.stderr);
-    const emails = snapshot()[1]!.filter((row) => (row as { org_id: string }).org_id === 'acme').map((row) => `${(row as { id: string }).id}=${(row as { email: string }).email}`);
+    const emails = (await snapshot())[1]!.filter((row) => (row as { org_id: string }).org_id === 'acme').map((row) => `${(row as { id: string }).id}=${(row as { email: string }).email}`);
     assert.ok(emails.includes('u1=zoe@acme.example') && emails.includes('u4=anna@acme.example'), emails.join());
   });
 
   it('keeps stored members and settings that a file leaves out', async () => {
     const result = await runCli(['import', write('partial.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'board', name: 'Board' }] }] })], env());
     assert.equal(result.code, 0, result.stderr);
-    const [organizations, , , members] = snapshot();
+    const [organizations, , , members] = await snapshot();
     assert.equal((organizations!.find((row) => (row as { id: string }).id === 'acme') as { external_signatories: number }).external_signatories, 1);
     assert.deepEqual(
       members!.filter((row) => (row as { room_id: string }).room_id === 'board').map((row) => (row as { user_id: string }).user_id),
@@ -163,22 +161,23 @@ describe('bin/signroom import', () => {
     assert.equal(result.code, 0, result.stderr);
   });
 
-  it('keeps the search index in step with re-imported users', () => {
-    const db = new DatabaseSync(path.join(dataDir, SQLITE_FILE));
-    try {
-      // Throws when the trigram index disagrees with the users table.
-      db.exec("INSERT INTO users_search(users_search, rank) VALUES ('integrity-check', 1)");
-      const hits = db.prepare(`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH '"zoe@"') ORDER BY u.id`).all();
-      assert.deepEqual(hits.map((row) => (row as { id: string }).id), ['u1']);
-    } finally {
-      db.close();
-    }
+  it('keeps the search index in step with re-imported users', async () => {
+    const hits =
+      TEST_DIALECT === 'sqlite'
+        ? // The integrity check throws when the trigram index disagrees with the users table.
+          await workspace.sql<{ id: string }>(
+            sql`INSERT INTO users_search(users_search, rank) VALUES ('integrity-check', 1)`,
+            sql`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH '"zoe@"') ORDER BY u.id`,
+          )
+        : // Forced through the trigram index, which must agree with the users table.
+          await workspace.sql<{ id: string }>(sql`SET enable_seqscan = off`, sql`SELECT id FROM users WHERE search_key LIKE '%zoe@%' ORDER BY id`);
+    assert.deepEqual(hits.map((row) => row.id), ['u1']);
   });
 
   it('sets and revokes a credential', async () => {
     const set = await runCli(['credential', 'set', 'alice', 'acme,other'], { ...env(), SIGNROOM_PASSWORD: 'a:lice-pässword' });
     assert.equal(set.code, 0, set.stderr);
-    const stored = snapshot()[4]!.find((row) => (row as { username: string }).username === 'alice') as { organizations: string; password_hash: string };
+    const stored = (await snapshot())[4]!.find((row) => (row as { username: string }).username === 'alice') as { organizations: string; password_hash: string };
     assert.equal(stored.organizations, '["acme","other"]');
     assert.match(stored.password_hash, /^\$scrypt\$ln=14,r=8,p=5\$/);
     assert.doesNotMatch(stored.password_hash, /lice/);
@@ -186,7 +185,7 @@ describe('bin/signroom import', () => {
     assert.equal(fromStdin.code, 0, fromStdin.stderr);
     const revoke = await runCli(['credential', 'revoke', 'alice'], env());
     assert.equal(revoke.code, 0);
-    assert.equal(snapshot()[4]!.some((row) => (row as { username: string }).username === 'alice'), false);
+    assert.equal((await snapshot())[4]!.some((row) => (row as { username: string }).username === 'alice'), false);
     assert.equal((await runCli(['credential', 'revoke', 'alice'], env())).code, 1);
     assert.equal((await runCli(['credential', 'set', 'x:y', 'acme'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 1);
     assert.equal((await runCli(['credential', 'set', 'carol', 'bad org!'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 2);
@@ -199,12 +198,8 @@ describe('bin/signroom import', () => {
     assert.equal(stored.code, 0, stored.stderr);
     const printed = JSON.parse(stored.stdout) as { id: string; pageCount: number; thumbnail: string };
     assert.deepEqual({ pageCount: printed.pageCount, thumbnail: printed.thumbnail }, { pageCount: 1, thumbnail: 'rendered' });
-    const row = new DatabaseSync(path.join(dataDir, SQLITE_FILE), { readOnly: true });
-    try {
-      assert.deepEqual({ ...row.prepare('SELECT name, uploaded_by FROM documents WHERE id = ?').get(printed.id) }, { name: 'hello.pdf', uploaded_by: 'cli' });
-    } finally {
-      row.close();
-    }
+    const rows = await workspace.sql<{ name: string; uploaded_by: string }>(sql`SELECT name, uploaded_by FROM documents WHERE id = ${printed.id}`);
+    assert.deepEqual(rows.map((row) => ({ ...row })), [{ name: 'hello.pdf', uploaded_by: 'cli' }]);
     const text = await runCli(['upload', 'acme', 'board', path.join(dataDir, 'directory.json')], env());
     assert.equal(text.code, 1);
     assert.match(text.stderr, /^unsupported-media-type: /m);

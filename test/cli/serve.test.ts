@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { freePort, runCli, startServer } from '../helpers/cli.ts';
-import { basic, freshDataDir, LOOKUP } from '../helpers/test-app.ts';
+import { cliWorkspace, freePort, runCli, startServer, type CliWorkspace } from '../helpers/cli.ts';
+import { basic, LOOKUP } from '../helpers/test-app.ts';
 
 describe('bin/signroom serve and configuration', () => {
-  let dataDir: string;
-  before(() => {
-    dataDir = freshDataDir();
+  let workspace: CliWorkspace;
+  before(async () => {
+    workspace = await cliWorkspace();
   });
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  after(() => workspace.close());
 
   for (const [variable, value] of [
     ['PORT', 'eighty'],
@@ -19,19 +18,19 @@ describe('bin/signroom serve and configuration', () => {
     ['DATABASE_URL', 'mysql://localhost/x'],
   ] as const) {
     it(`refuses a bad ${variable} naming it`, async () => {
-      const result = await runCli(['migrate'], { SIGNROOM_DATA_DIR: dataDir, [variable]: value });
+      const result = await runCli(['migrate'], { ...workspace.env, [variable]: value });
       assert.equal(result.code, 2);
       assert.match(result.stderr, new RegExp(`configuration error: ${variable}: `));
     });
   }
 
   it('loads the demo and finishes in-flight requests on SIGTERM', async () => {
-    const demo = await runCli(['demo'], { SIGNROOM_DATA_DIR: dataDir });
+    const demo = await runCli(['demo'], workspace.env);
     assert.equal(demo.code, 0, demo.stderr);
     assert.match(demo.stdout, /demo credential: demo \/ demo-password/);
 
     const port = await freePort();
-    const server = await startServer({ SIGNROOM_DATA_DIR: dataDir, PORT: String(port) });
+    const server = await startServer({ ...workspace.env, PORT: String(port) });
     // The first request with a credential pays the slow hash, so it is still running when SIGTERM arrives.
     const inFlight = fetch(`${server.url}${LOOKUP('demo', 'board')}?size=5`, { headers: { authorization: basic('demo', 'demo-password') } });
     await new Promise((resolve) => setTimeout(resolve, 30));
@@ -54,7 +53,7 @@ describe('bin/signroom serve and configuration', () => {
     const squatter = createServer().listen(port, '127.0.0.1');
     await once(squatter, 'listening');
     try {
-      const result = await runCli(['serve'], { SIGNROOM_DATA_DIR: dataDir, PORT: String(port) });
+      const result = await runCli(['serve'], { ...workspace.env, PORT: String(port) });
       assert.equal(result.code, 1);
       assert.match(result.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
       assert.doesNotMatch(result.stderr, /at .*\.ts:\d+/, 'no stack trace');

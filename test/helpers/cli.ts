@@ -1,5 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { RawBuilder } from 'kysely';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { freshDatabase } from './databases.ts';
+import { freshDataDir } from './test-app.ts';
 
 export const SIGNROOM = fileURLToPath(new URL('../../bin/signroom', import.meta.url));
 
@@ -52,4 +58,40 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
     });
   });
+}
+
+/** A data directory and a fresh database of the run's dialect, for tests that run bin/signroom. */
+export interface CliWorkspace {
+  dataDir: string;
+  /** SIGNROOM_DATA_DIR, and DATABASE_URL on PostgreSQL. */
+  env: Record<string, string>;
+  /** Runs SQL on the workspace's database, as an operator would; several statements share one connection, the last one's rows are returned. */
+  sql<R>(...queries: [...RawBuilder<unknown>[], RawBuilder<R>]): Promise<R[]>;
+  close(): Promise<void>;
+}
+
+export async function cliWorkspace(): Promise<CliWorkspace> {
+  const dataDir = freshDataDir();
+  const database = await freshDatabase();
+  const env = { SIGNROOM_DATA_DIR: dataDir, ...database.env };
+  return {
+    dataDir,
+    env,
+    async sql<R>(...queries: RawBuilder<unknown>[]) {
+      const handle = openDatabase(loadConfig(env));
+      try {
+        return await handle.db.connection().execute(async (connection) => {
+          let rows: unknown[] = [];
+          for (const query of queries) rows = (await query.execute(connection)).rows;
+          return rows as R[];
+        });
+      } finally {
+        await handle.close();
+      }
+    },
+    async close() {
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }

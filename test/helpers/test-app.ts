@@ -1,7 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { sql, type RawBuilder } from 'kysely';
+import { freshDatabase, TEST_DIALECT } from './databases.ts';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
@@ -14,6 +16,12 @@ export interface TestApp {
   dataDir: string;
   /** Imports a directory file (contract section 6) through the real import service. */
   importDirectory(file: unknown): Promise<void>;
+  /** The SHA-256 of every stored blob (files on SQLite, the blobs table on PostgreSQL). */
+  storedBlobs(): Promise<string[]>;
+  /** Stores a blob no document refers to, as a crash between a delete and its blob's removal would leave. */
+  plantOrphanBlob(sha256: string): Promise<void>;
+  /** Runs SQL on the app's database from a separate connection, as an operator would. */
+  sql<R>(query: RawBuilder<R>): Promise<R[]>;
   close(): Promise<void>;
 }
 
@@ -23,15 +31,17 @@ export function freshDataDir(): string {
 }
 
 /**
- * Builds the real app with buildApp on a fresh SQLite file, exactly as the
- * server does; only the data directory, log level and given variables differ.
+ * Builds the real app with buildApp on a fresh database of the run's dialect
+ * (a SQLite file, or a new PostgreSQL database), exactly as the server does;
+ * only the data directory, database, log level and given variables differ.
  */
 export async function startTestApp(env: Record<string, string> = {}, now?: () => number): Promise<TestApp> {
   const dataDir = freshDataDir();
-  const config = loadConfig({ SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'silent', ...env });
+  const database = await freshDatabase();
+  const config = loadConfig({ SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'silent', ...database.env, ...env });
   const app = await buildApp(config, now !== undefined ? { now } : {});
   await app.ready();
-  return {
+  const testApp: TestApp = {
     app,
     config,
     dataDir,
@@ -40,17 +50,43 @@ export async function startTestApp(env: Record<string, string> = {}, now?: () =>
       if (result.problems.length > 0) throw new Error(`invalid test directory: ${JSON.stringify(result.problems)}`);
       const handle = openDatabase(config);
       try {
-        await migrateToLatest(handle.db);
+        await migrateToLatest(handle);
         await importDirectory(handle.db, result.file);
+      } finally {
+        await handle.close();
+      }
+    },
+    async storedBlobs() {
+      if (TEST_DIALECT === 'postgres') return (await testApp.sql<{ sha256: string }>(sql`SELECT sha256 FROM blobs`)).map((row) => row.sha256).sort();
+      const blobs = path.join(dataDir, 'blobs');
+      return readdirSync(blobs)
+        .filter((shard) => /^[0-9a-f]{2}$/.test(shard))
+        .flatMap((shard) => readdirSync(path.join(blobs, shard)))
+        .sort();
+    },
+    async plantOrphanBlob(sha256) {
+      if (TEST_DIALECT === 'postgres') {
+        await testApp.sql(sql`INSERT INTO blobs (sha256, bytes) VALUES (${sha256}, ${Buffer.from('left by a crash')})`);
+        return;
+      }
+      mkdirSync(path.join(dataDir, 'blobs', sha256.slice(0, 2)), { recursive: true });
+      writeFileSync(path.join(dataDir, 'blobs', sha256.slice(0, 2), sha256), 'left by a crash');
+    },
+    async sql(query) {
+      const handle = openDatabase(config);
+      try {
+        return (await query.execute(handle.db)).rows;
       } finally {
         await handle.close();
       }
     },
     async close() {
       await app.close();
+      await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return testApp;
 }
 
 /** The Authorization header value for Basic credentials (UTF-8). */

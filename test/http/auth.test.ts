@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DatabaseSync } from 'node:sqlite';
-import path from 'node:path';
-import { SQLITE_FILE } from '../../src/db/database.ts';
+import { sql } from 'kysely';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -105,11 +103,9 @@ describe('authentication and scope', () => {
   it('stops accepting a revoked or changed credential at once, despite the cache', async () => {
     const header = basic('root', 'root-password');
     assert.equal((await lookup(header)).statusCode, 200);
-    const db = new DatabaseSync(path.join(t.dataDir, SQLITE_FILE));
-    db.exec("UPDATE credentials SET password_hash = '$scrypt$ln=14,r=8,p=5$AAAA$AAAA' WHERE username = 'root'");
+    await t.sql(sql`UPDATE credentials SET password_hash = '$scrypt$ln=14,r=8,p=5$AAAA$AAAA' WHERE username = 'root'`);
     assert.equal((await lookup(header)).statusCode, 401);
-    db.exec("DELETE FROM credentials WHERE username = 'root'");
-    db.close();
+    await t.sql(sql`DELETE FROM credentials WHERE username = 'root'`);
     assert.equal((await lookup(header)).statusCode, 401);
     await t.importDirectory(DIRECTORY);
     assert.equal((await lookup(header)).statusCode, 200);

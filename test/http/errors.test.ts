@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
-import { SQLITE_FILE } from '../../src/db/database.ts';
+import { sql } from 'kysely';
 import { PROBLEMS } from '../../src/errors.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -73,8 +71,7 @@ describe('errors, request ids and operability', () => {
   });
 
   it('answers a database failure with a 500 that carries no internals', async () => {
-    const db = new DatabaseSync(path.join(t.dataDir, SQLITE_FILE));
-    db.exec('ALTER TABLE rooms RENAME TO rooms_gone');
+    await t.sql(sql`ALTER TABLE rooms RENAME TO rooms_gone`);
     try {
       const response = await t.app.inject({ url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
       assert.equal(response.statusCode, 500);
@@ -84,8 +81,7 @@ describe('errors, request ids and operability', () => {
       assert.equal(instance, LOOKUP('acme', 'board'));
       assert.doesNotMatch(JSON.stringify(rest), /rooms|table|sqlite|select|\.ts|stack/i);
     } finally {
-      db.exec('ALTER TABLE rooms_gone RENAME TO rooms');
-      db.close();
+      await t.sql(sql`ALTER TABLE rooms_gone RENAME TO rooms`);
     }
   });
 

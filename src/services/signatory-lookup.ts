@@ -66,11 +66,22 @@ export class SignatoryLookup {
 
   /** One page of the room's signatories; 404 problems for an unknown organization or room. */
   async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<Page<Signatory>> {
-    const organization = await findOrganization(this.#db, orgId);
+    // One snapshot for the whole answer: an import committing meanwhile (from
+    // another process) is seen entirely or not at all, by the total, the page and
+    // the count cache, which is keyed by the directory version read here.
+    return this.#db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute((trx) => this.#lookupIn(trx, orgId, roomId, request));
+  }
+
+  async #lookupIn(db: Kysely<Database>, orgId: string, roomId: string, request: LookupRequest): Promise<Page<Signatory>> {
+    const organization = await findOrganization(db, orgId);
     if (organization === undefined) {
       throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     }
-    if (!(await roomExists(this.#db, orgId, roomId))) {
+    if (!(await roomExists(db, orgId, roomId))) {
       throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     }
     const criteria: CandidateCriteria = {
@@ -81,12 +92,12 @@ export class SignatoryLookup {
       terms: searchTerms(request.searchQuery),
     };
     const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
-    const total = await this.#count(criteria, organization.directoryVersion);
+    const total = await this.#count(db, criteria, organization.directoryVersion);
     const offset = pageOffset(pageRequest);
     if (offset >= total) return toPage([], pageRequest, total);
     const plan = this.#plan(criteria, total);
     const sort = { by: request.sortBy, direction: request.sortDirection };
-    const rows = await findSignatories(this.#db, criteria, sort, pageRequest.size, offset, plan);
+    const rows = await findSignatories(db, criteria, sort, pageRequest.size, offset, plan);
     return toPage(rows.map(toSignatory), pageRequest, total);
   }
 
@@ -101,12 +112,12 @@ export class SignatoryLookup {
     return canUseSearchIndex(criteria) && matches <= SORT_MATCHES_UP_TO ? 'from-search-index' : 'walk-sort-index';
   }
 
-  async #count(criteria: CandidateCriteria, directoryVersion: number): Promise<number> {
+  async #count(db: Kysely<Database>, criteria: CandidateCriteria, directoryVersion: number): Promise<number> {
     // Hashed, so a 10,000-character query costs the cache no more than a short one.
     const key = createHash('sha256').update(JSON.stringify([directoryVersion, criteria])).digest('base64');
     const cached = this.#counts.get(key);
     if (cached !== undefined) return cached;
-    const count = await countSignatories(this.#db, criteria);
+    const count = await countSignatories(db, criteria);
     this.#counts.set(key, count);
     return count;
   }

@@ -1,5 +1,6 @@
-import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
-import type { DialectName } from './dialect.ts';
+import { sql, type Expression, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
+import { dialectOf, type DialectName } from './dialect.ts';
+import type { Database } from './tables.ts';
 
 /**
  * The SQL that differs between SQLite and PostgreSQL, in one place. Keys are
@@ -74,4 +75,49 @@ export function escapeLike(text: string): string {
  */
 export function notIndexed(dialect: DialectName, column: Expression<string>): RawBuilder<string> {
   return dialect === 'postgres' ? sql<string>`(${column} || '')` : sql<string>`+${column}`;
+}
+
+/**
+ * Runs a bulk write of users with the table's secondary indexes (and, on
+ * SQLite, the triggers that keep the search index in step) dropped, then
+ * re-creates them from the definitions the database itself reported, so this
+ * never drifts from the migrations. Building an index once is several times
+ * cheaper than updating it row by row (measured: 1,000,000 users). Runs inside
+ * the caller's transaction: other readers see the old table and indexes until
+ * it commits; on PostgreSQL they wait for the commit, since dropping an index
+ * locks the table.
+ */
+export async function withoutUserIndexes<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
+  const dialect = dialectOf(trx);
+  const saved = dialect === 'postgres' ? await postgresSecondaryIndexes(trx) : await sqliteSecondaryIndexes(trx);
+  for (const object of saved) await sql`drop ${sql.raw(object.type)} ${sql.id(object.name)}`.execute(trx);
+  const result = await work();
+  if (dialect === 'postgres') await sql`set local maintenance_work_mem = '256MB'`.execute(trx);
+  else await sql`insert into users_search(users_search) values ('rebuild')`.execute(trx);
+  for (const object of saved) await sql.raw(object.definition).execute(trx);
+  return result;
+}
+
+interface SchemaObject {
+  type: 'index' | 'trigger';
+  name: string;
+  definition: string;
+}
+
+async function postgresSecondaryIndexes(trx: Transaction<Database>): Promise<SchemaObject[]> {
+  const { rows } = await sql<{ name: string; definition: string }>`
+    select indexname as name, indexdef as definition from pg_indexes
+    where schemaname = current_schema() and tablename = 'users' and indexdef not like 'CREATE UNIQUE %'
+    order by indexname`.execute(trx);
+  return rows.map((row) => ({ type: 'index', ...row }));
+}
+
+async function sqliteSecondaryIndexes(trx: Transaction<Database>): Promise<SchemaObject[]> {
+  // Indexes first, then triggers: re-created in this order after the load.
+  const { rows } = await sql<SchemaObject>`
+    select type, name, sql as definition from sqlite_master
+    where tbl_name = 'users' and sql is not null
+      and ((type = 'index' and sql not like 'CREATE UNIQUE %') or type = 'trigger')
+    order by type, name`.execute(trx);
+  return rows;
 }

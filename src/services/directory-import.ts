@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { hashPassword } from '../auth/password-hash.ts';
+import { withoutUserIndexes } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport } from '../domain/directory-file.ts';
 import { foldedKeys } from '../domain/fold.ts';
@@ -22,6 +23,28 @@ export class ImportRejected extends Error {
     this.name = 'ImportRejected';
     this.problems = problems;
   }
+}
+
+/** An import writing at least this many users of an organization may rebuild the indexes instead (see isBulkLoad). */
+const BULK_LOAD_MIN_USERS = 10_000;
+
+/**
+ * Whether to drop the users' secondary indexes for the load and build them
+ * afterwards: for many users, at least half as many as are stored already
+ * (a first import of a large directory), not for a small change to a large
+ * table, which would pay to rebuild indexes over rows it does not touch.
+ */
+export function isBulkLoad(usersInFile: number, usersStored: number): boolean {
+  return usersInFile >= BULK_LOAD_MIN_USERS && usersInFile * 2 >= usersStored;
+}
+
+async function hasStoredUsers(trx: Transaction<Database>, orgId: string): Promise<boolean> {
+  return (await trx.selectFrom('users').select('id').where('org_id', '=', orgId).limit(1).executeTakeFirst()) !== undefined;
+}
+
+async function countAllUsers(trx: Transaction<Database>): Promise<number> {
+  const row = await trx.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 /** Rows per multi-row INSERT: well under SQLite's 32,766 bound parameters. */
@@ -82,6 +105,8 @@ async function conflictsWithDatabase(trx: Transaction<Database>, organization: O
     }
   }
 
+  // An organization without stored users (a first import) has no email to collide with.
+  if (!(await hasStoredUsers(trx, organization.id))) return problems;
   const fileUserIds = new Set(organization.users.map((user) => user.id));
   const userByEmail = new Map(organization.users.map((user) => [user.email.toLowerCase(), user]));
   for (const batch of chunks([...userByEmail.keys()])) {
@@ -122,10 +147,39 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
     .execute();
   counts.organizations += 1;
 
+  if (isBulkLoad(organization.users.length, await countAllUsers(trx))) {
+    await withoutUserIndexes(trx, () => upsertUsers(trx, organization, counts));
+  } else {
+    await upsertUsers(trx, organization, counts);
+  }
+
+  for (const room of organization.rooms) {
+    await trx
+      .insertInto('rooms')
+      .values({ org_id: orgId, id: room.id, name: room.name })
+      .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+      .execute();
+    counts.rooms += 1;
+    if (room.members === undefined) continue;
+    await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
+    for (const batch of chunks(room.members)) {
+      await trx
+        .insertInto('room_members')
+        .values(batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })))
+        .execute();
+    }
+    counts.members += room.members.length;
+  }
+}
+
+/** Writes the organization's listed users (upsert by id). */
+async function upsertUsers(trx: Transaction<Database>, organization: OrganizationImport, counts: ImportCounts): Promise<void> {
+  const orgId = organization.id;
   // Listed users may trade emails among themselves; park their current emails
   // on values no real email can take (emails have no spaces) so the unique
   // index holds row by row while the upserts run.
-  for (const batch of chunks(organization.users.map((user) => user.id))) {
+  const parked = (await hasStoredUsers(trx, orgId)) ? organization.users.map((user) => user.id) : [];
+  for (const batch of chunks(parked)) {
     await trx
       .updateTable('users')
       .set({ email_lower: sql<string>`' parked:' || id` })
@@ -172,23 +226,5 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
       )
       .execute();
     counts.users += rows.length;
-  }
-
-  for (const room of organization.rooms) {
-    await trx
-      .insertInto('rooms')
-      .values({ org_id: orgId, id: room.id, name: room.name })
-      .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
-      .execute();
-    counts.rooms += 1;
-    if (room.members === undefined) continue;
-    await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
-    for (const batch of chunks(room.members)) {
-      await trx
-        .insertInto('room_members')
-        .values(batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })))
-        .execute();
-    }
-    counts.members += room.members.length;
   }
 }

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { sampleOrganization } from '../../src/demo/sample-directory.ts';
+import { fold } from '../../src/domain/fold.ts';
+import { isBulkLoad } from '../../src/services/directory-import.ts';
+import { cliWorkspace, runCli, type CliWorkspace } from '../helpers/cli.ts';
+import { TEST_DIALECT } from '../helpers/databases.ts';
+import { basic, LOOKUP } from '../helpers/test-app.ts';
+
+const USERS = 12_000;
+
+interface SampleUser {
+  id: string;
+  firstname: string | null;
+  lastname: string | null;
+  email: string;
+}
+
+/**
+ * A large first import drops the users' secondary indexes (and SQLite's
+ * search-index triggers) and builds them after the load: afterwards the schema
+ * must be exactly as before, and search, sorting and later row-by-row changes
+ * must work through the rebuilt indexes.
+ */
+describe('a bulk import that rebuilds the indexes', () => {
+  let workspace: CliWorkspace;
+  const organization = sampleOrganization({
+    orgId: 'bulk',
+    users: USERS,
+    externalShare: 0,
+    pendingShare: 0,
+    rooms: [{ id: 'room', members: 5 }],
+    externalSignatories: false,
+    seed: 11,
+  }) as { users: SampleUser[] };
+  const write = (name: string, content: unknown) => {
+    const file = path.join(workspace.dataDir, name);
+    writeFileSync(file, JSON.stringify(content));
+    return file;
+  };
+  /** The users table's indexes and triggers, as the database describes them. */
+  const schema = () =>
+    TEST_DIALECT === 'postgres'
+      ? workspace.sql<{ name: string; definition: string }>(
+          sql`SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE tablename = 'users' ORDER BY indexname`,
+        )
+      : workspace.sql<{ name: string; definition: string }>(
+          sql`SELECT name, sql AS definition FROM sqlite_master WHERE tbl_name IN ('users', 'users_search') ORDER BY name`,
+        );
+  const lookup = async (query: string) => {
+    const app = await buildApp(loadConfig({ ...workspace.env, SIGNROOM_LOG_LEVEL: 'silent' }));
+    try {
+      const response = await app.inject({ url: `${LOOKUP('bulk', 'room')}?${query}`, headers: { authorization: basic('root', 'root-password') } });
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { totalElements: number; content: { email: string }[] };
+    } finally {
+      await app.close();
+    }
+  };
+
+  before(async () => {
+    workspace = await cliWorkspace();
+  });
+  after(() => workspace.close());
+
+  it('takes the bulk path only for many users that outweigh the stored ones', () => {
+    assert.equal(isBulkLoad(USERS, 0), true);
+    assert.equal(isBulkLoad(USERS, 2 * USERS), true);
+    assert.equal(isBulkLoad(USERS, 2 * USERS + 1), false);
+    assert.equal(isBulkLoad(9_999, 0), false);
+  });
+
+  it('leaves the same indexes and triggers, and finds users through them', async () => {
+    const migrated = await runCli(['migrate'], workspace.env);
+    assert.equal(migrated.code, 0, migrated.stderr);
+    const before = await schema();
+    const imported = await runCli(
+      ['import', write('bulk.json', { organizations: [organization], credentials: [{ username: 'root', password: 'root-password', organizations: '*' }] })],
+      workspace.env,
+    );
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.deepEqual(await schema(), before);
+
+    const term = 'muller.1';
+    const expected = organization.users
+      .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(term)))
+      .map((user) => user.email)
+      .sort();
+    const page = await lookup(`searchQuery=${term}&sortBy=email&size=2000`);
+    assert.ok(expected.length > 10);
+    assert.equal(page.totalElements, expected.length);
+    assert.deepEqual(
+      page.content.map((user) => user.email),
+      expected,
+    );
+    assert.equal((await lookup('size=1')).totalElements, USERS);
+  });
+
+  it('keeps the search index in step with a later small import', async () => {
+    const renamed = { id: 'u42', firstname: 'Quirinus', lastname: 'Zwetschgenbaum', email: 'quirinus@bulk.example' };
+    const imported = await runCli(['import', write('small.json', { organizations: [{ id: 'bulk', name: 'bulk', users: [renamed] }] })], workspace.env);
+    assert.equal(imported.code, 0, imported.stderr);
+    const found = await lookup('searchQuery=zwetschgen');
+    assert.deepEqual(
+      found.content.map((user) => user.email),
+      ['quirinus@bulk.example'],
+    );
+    const old = organization.users.find((user) => user.id === 'u42')!;
+    const byOldEmail = await lookup(`searchQuery=${encodeURIComponent(old.email)}`);
+    assert.equal(byOldEmail.totalElements, 0);
+  });
+});

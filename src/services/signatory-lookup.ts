@@ -46,18 +46,22 @@ export interface Signatory {
 }
 
 const COUNT_CACHE_ENTRIES = 10_000;
+/** Signatories kept in cached pages for repeated lookups (about 60 MB). */
+const PAGE_CACHE_ROWS = 200_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
 const SORT_MATCHES_UP_TO = 50_000;
 
 /**
- * The signatory lookup of a room. Counts are cached per directory version of
- * the organization: any change to its users, rooms, members or settings bumps
- * the version, so a cached count is never stale and never needs invalidating.
+ * The signatory lookup of a room. Counts and pages are cached
+ * per directory version of the organization: any change to its users, rooms,
+ * members or settings bumps the version, so a cached answer is never stale and
+ * never needs invalidating.
  */
 export class SignatoryLookup {
   readonly #db: Kysely<Database>;
   readonly #maxPageSize: number;
   readonly #counts = new LruCache<string, number>(COUNT_CACHE_ENTRIES);
+  readonly #pages = new LruCache<string, Signatory[]>(PAGE_CACHE_ROWS, (content) => Math.max(1, content.length));
 
   constructor(db: Kysely<Database>, maxPageSize: number) {
     this.#db = db;
@@ -95,10 +99,15 @@ export class SignatoryLookup {
     const total = await this.#count(db, criteria, organization.directoryVersion);
     const offset = pageOffset(pageRequest);
     if (offset >= total) return toPage([], pageRequest, total);
-    const plan = this.#plan(criteria, total);
     const sort = { by: request.sortBy, direction: request.sortDirection };
-    const rows = await findSignatories(db, criteria, sort, pageRequest.size, offset, plan);
-    return toPage(rows.map(toSignatory), pageRequest, total);
+    // Like counts, pages are cached under the directory version: never stale.
+    const pageKey = cacheKey([organization.directoryVersion, criteria, sort, pageRequest]);
+    const cached = this.#pages.get(pageKey);
+    if (cached !== undefined) return toPage(cached, pageRequest, total);
+    const rows = await findSignatories(db, criteria, sort, pageRequest.size, offset, this.#plan(criteria, total));
+    const content = rows.map(toSignatory);
+    this.#pages.set(pageKey, content);
+    return toPage(content, pageRequest, total);
   }
 
   /**
@@ -113,14 +122,18 @@ export class SignatoryLookup {
   }
 
   async #count(db: Kysely<Database>, criteria: CandidateCriteria, directoryVersion: number): Promise<number> {
-    // Hashed, so a 10,000-character query costs the cache no more than a short one.
-    const key = createHash('sha256').update(JSON.stringify([directoryVersion, criteria])).digest('base64');
+    const key = cacheKey([directoryVersion, criteria]);
     const cached = this.#counts.get(key);
     if (cached !== undefined) return cached;
     const count = await countSignatories(db, criteria);
     this.#counts.set(key, count);
     return count;
   }
+}
+
+/** Hashed, so a 10,000-character query costs a cache no more than a short one. */
+function cacheKey(parts: unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64');
 }
 
 function toSignatory(row: SignatoryRow): Signatory {

@@ -121,3 +121,13 @@ async function sqliteSecondaryIndexes(trx: Transaction<Database>): Promise<Schem
     order by type, name`.execute(trx);
   return rows;
 }
+
+/**
+ * Refreshes the planner's statistics of the directory tables after an import.
+ * PostgreSQL plans by them, and until autovacuum gets round to a freshly loaded
+ * table it would count a million users by nested loops (minutes, measured)
+ * instead of a hash join (0.4 s). SQLite's planner does without.
+ */
+export async function refreshPlannerStatistics(trx: Transaction<Database>): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`analyze users, rooms, room_members`.execute(trx);
+}

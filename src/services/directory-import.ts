@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { hashPassword } from '../auth/password-hash.ts';
-import { withoutUserIndexes } from '../db/dialect-sql.ts';
+import { refreshPlannerStatistics, withoutUserIndexes } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport } from '../domain/directory-file.ts';
 import { foldedKeys } from '../domain/fold.ts';
@@ -81,6 +81,7 @@ export async function importDirectory(db: Kysely<Database>, file: DirectoryFile,
     for (const organization of file.organizations) {
       await upsertOrganization(trx, organization, counts);
     }
+    await refreshPlannerStatistics(trx);
     for (const credential of hashed) await upsertCredential(trx, credential);
   });
   return counts;

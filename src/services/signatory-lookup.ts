@@ -12,7 +12,7 @@ import {
   type SortField,
 } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
-import { findOrganization, roomExists } from '../repositories/directory-repository.ts';
+import { findLookupScope, type OrganizationRow } from '../repositories/directory-repository.ts';
 import {
   canUseSearchIndex,
   countSignatories,
@@ -70,44 +70,49 @@ export class SignatoryLookup {
 
   /** One page of the room's signatories; 404 problems for an unknown organization or room. */
   async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<Page<Signatory>> {
-    // One snapshot for the whole answer: an import committing meanwhile (from
-    // another process) is seen entirely or not at all, by the total, the page and
-    // the count cache, which is keyed by the directory version read here.
+    const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
+    const sort = { by: request.sortBy, direction: request.sortDirection };
+    // A repeated lookup is answered from the caches after one query for the
+    // current directory version; what is cached under a version is consistent.
+    const scope = await this.#scope(this.#db, orgId, roomId);
+    const cached = this.#cachedAnswer(lookupKeys(scope, request, pageRequest, sort), pageRequest);
+    if (cached !== undefined) return cached;
+    // Otherwise one snapshot for the whole answer: an import committing meanwhile
+    // (from another process) is seen entirely or not at all, by the total, the
+    // page and the cache keys, which carry the directory version read in it.
     return this.#db
       .transaction()
       .setIsolationLevel('repeatable read')
       .setAccessMode('read only')
-      .execute((trx) => this.#lookupIn(trx, orgId, roomId, request));
+      .execute(async (trx) => {
+        const keys = lookupKeys(await this.#scope(trx, orgId, roomId), request, pageRequest, sort);
+        const total = await this.#count(trx, keys);
+        if (pageOffset(pageRequest) >= total) return toPage([], pageRequest, total);
+        let content = this.#pages.get(keys.page);
+        if (content === undefined) {
+          const rows = await findSignatories(trx, keys.criteria, sort, pageRequest.size, pageOffset(pageRequest), this.#plan(keys.criteria, total));
+          content = rows.map(toSignatory);
+          this.#pages.set(keys.page, content);
+        }
+        return toPage(content, pageRequest, total);
+      });
   }
 
-  async #lookupIn(db: Kysely<Database>, orgId: string, roomId: string, request: LookupRequest): Promise<Page<Signatory>> {
-    const organization = await findOrganization(db, orgId);
-    if (organization === undefined) {
-      throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-    }
-    if (!(await roomExists(db, orgId, roomId))) {
-      throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
-    }
-    const criteria: CandidateCriteria = {
-      orgId,
-      roomId,
-      includeExternal: organization.externalSignatories,
-      filter: signatoryFilter(request),
-      terms: searchTerms(request.searchQuery),
-    };
-    const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
-    const total = await this.#count(db, criteria, organization.directoryVersion);
-    const offset = pageOffset(pageRequest);
-    if (offset >= total) return toPage([], pageRequest, total);
-    const sort = { by: request.sortBy, direction: request.sortDirection };
-    // Like counts, pages are cached under the directory version: never stale.
-    const pageKey = cacheKey([organization.directoryVersion, criteria, sort, pageRequest]);
-    const cached = this.#pages.get(pageKey);
-    if (cached !== undefined) return toPage(cached, pageRequest, total);
-    const rows = await findSignatories(db, criteria, sort, pageRequest.size, offset, this.#plan(criteria, total));
-    const content = rows.map(toSignatory);
-    this.#pages.set(pageKey, content);
-    return toPage(content, pageRequest, total);
+  /** The organization (with its directory version) and room, or the 404 problem. */
+  async #scope(db: Kysely<Database>, orgId: string, roomId: string): Promise<OrganizationRow & { roomId: string }> {
+    const scope = await findLookupScope(db, orgId, roomId);
+    if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+    if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
+    return { ...scope.organization, roomId };
+  }
+
+  /** The whole answer from the caches, when both the count and the page (or the page being past the end) are known. */
+  #cachedAnswer(keys: LookupKeys, pageRequest: { page: number; size: number }): Page<Signatory> | undefined {
+    const total = this.#counts.get(keys.count);
+    if (total === undefined) return undefined;
+    if (pageOffset(pageRequest) >= total) return toPage([], pageRequest, total);
+    const content = this.#pages.get(keys.page);
+    return content === undefined ? undefined : toPage(content, pageRequest, total);
   }
 
   /**
@@ -121,14 +126,40 @@ export class SignatoryLookup {
     return canUseSearchIndex(criteria) && matches <= SORT_MATCHES_UP_TO ? 'from-search-index' : 'walk-sort-index';
   }
 
-  async #count(db: Kysely<Database>, criteria: CandidateCriteria, directoryVersion: number): Promise<number> {
-    const key = cacheKey([directoryVersion, criteria]);
-    const cached = this.#counts.get(key);
+  async #count(db: Kysely<Database>, keys: LookupKeys): Promise<number> {
+    const cached = this.#counts.get(keys.count);
     if (cached !== undefined) return cached;
-    const count = await countSignatories(db, criteria);
-    this.#counts.set(key, count);
+    const count = await countSignatories(db, keys.criteria);
+    this.#counts.set(keys.count, count);
     return count;
   }
+}
+
+/** The criteria of a lookup and its cache keys, all under the directory version they were read with. */
+interface LookupKeys {
+  criteria: CandidateCriteria;
+  count: string;
+  page: string;
+}
+
+function lookupKeys(
+  scope: OrganizationRow & { roomId: string },
+  request: LookupRequest,
+  pageRequest: { page: number; size: number },
+  sort: { by: SortField; direction: SortDirection },
+): LookupKeys {
+  const criteria: CandidateCriteria = {
+    orgId: scope.id,
+    roomId: scope.roomId,
+    includeExternal: scope.externalSignatories,
+    filter: signatoryFilter(request),
+    terms: searchTerms(request.searchQuery),
+  };
+  return {
+    criteria,
+    count: cacheKey([scope.directoryVersion, criteria]),
+    page: cacheKey([scope.directoryVersion, criteria, sort, pageRequest]),
+  };
 }
 
 /** Hashed, so a 10,000-character query costs a cache no more than a short one. */

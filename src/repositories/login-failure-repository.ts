@@ -2,12 +2,6 @@ import { sql, type Kysely } from 'kysely';
 import type { FailureRecord } from '../auth/login-throttle.ts';
 import type { Database } from '../db/tables.ts';
 
-/** The stored failures of a username, or undefined. */
-export async function findLoginFailures(db: Kysely<Database>, username: string): Promise<FailureRecord | undefined> {
-  const row = await db.selectFrom('login_failures').select(['failures', 'window_start']).where('username', '=', username).executeTakeFirst();
-  return row === undefined ? undefined : { failures: Number(row.failures), windowStart: Number(row.window_start) };
-}
-
 /**
  * Records one more failure in a single atomic statement, so processes failing
  * the same username at once all count: a window older than `windowMs` starts

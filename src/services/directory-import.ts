@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { hashPassword } from '../auth/password-hash.ts';
-import { refreshPlannerStatistics, withoutUserIndexes } from '../db/dialect-sql.ts';
+import { insertBatch, insertMemberRows, prepareUserUpsert, refreshPlannerStatistics, withoutUserIndexes, type UserRow } from '../db/dialect-sql.ts';
+import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport } from '../domain/directory-file.ts';
 import { foldedKeys } from '../domain/fold.ts';
@@ -148,10 +149,11 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
     .execute();
   counts.organizations += 1;
 
+  const firstUsers = !(await hasStoredUsers(trx, orgId));
   if (isBulkLoad(organization.users.length, await countAllUsers(trx))) {
-    await withoutUserIndexes(trx, () => upsertUsers(trx, organization, counts));
+    await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(trx, organization, firstUsers, counts));
   } else {
-    await upsertUsers(trx, organization, counts);
+    await upsertUsers(trx, organization, firstUsers, counts);
   }
 
   for (const room of organization.rooms) {
@@ -163,23 +165,20 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
     counts.rooms += 1;
     if (room.members === undefined) continue;
     await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
-    for (const batch of chunks(room.members)) {
-      await trx
-        .insertInto('room_members')
-        .values(batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })))
-        .execute();
+    for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
+      await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
     }
     counts.members += room.members.length;
   }
 }
 
-/** Writes the organization's listed users (upsert by id). */
-async function upsertUsers(trx: Transaction<Database>, organization: OrganizationImport, counts: ImportCounts): Promise<void> {
+/** Writes the organization's listed users (upsert by id; a plain insert for an organization's first users). */
+async function upsertUsers(trx: Transaction<Database>, organization: OrganizationImport, firstUsers: boolean, counts: ImportCounts): Promise<void> {
   const orgId = organization.id;
   // Listed users may trade emails among themselves; park their current emails
   // on values no real email can take (emails have no spaces) so the unique
   // index holds row by row while the upserts run.
-  const parked = (await hasStoredUsers(trx, orgId)) ? organization.users.map((user) => user.id) : [];
+  const parked = firstUsers ? [] : organization.users.map((user) => user.id);
   for (const batch of chunks(parked)) {
     await trx
       .updateTable('users')
@@ -188,8 +187,9 @@ async function upsertUsers(trx: Transaction<Database>, organization: Organizatio
       .where('id', 'in', batch)
       .execute();
   }
-  for (const batch of chunks(organization.users)) {
-    const rows = batch.map((user) => {
+  let previous: Promise<unknown> = Promise.resolve();
+  for (const batch of chunks(organization.users, insertBatch(dialectOf(trx)))) {
+    const rows = batch.map((user): UserRow => {
       const keys = foldedKeys(user);
       return {
         org_id: orgId,
@@ -207,25 +207,12 @@ async function upsertUsers(trx: Transaction<Database>, organization: Organizatio
         search_key: keys.searchKey,
       };
     });
-    await trx
-      .insertInto('users')
-      .values(rows)
-      .onConflict((oc) =>
-        oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({
-          firstname: eb.ref('excluded.firstname'),
-          lastname: eb.ref('excluded.lastname'),
-          email: eb.ref('excluded.email'),
-          email_lower: eb.ref('excluded.email_lower'),
-          external: eb.ref('excluded.external'),
-          status: eb.ref('excluded.status'),
-          needs_invite: eb.ref('excluded.needs_invite'),
-          firstname_key: eb.ref('excluded.firstname_key'),
-          lastname_key: eb.ref('excluded.lastname_key'),
-          email_key: eb.ref('excluded.email_key'),
-          search_key: eb.ref('excluded.search_key'),
-        })),
-      )
-      .execute();
+    // The database writes one batch while the next is prepared here.
+    const write = prepareUserUpsert(trx, rows, { insertOnly: firstUsers });
+    await previous;
+    previous = write();
+    previous.catch(() => undefined); // awaited on the next turn or after the loop
     counts.users += rows.length;
   }
+  await previous;
 }

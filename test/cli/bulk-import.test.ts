@@ -43,11 +43,14 @@ describe('a bulk import that rebuilds the indexes', () => {
     writeFileSync(file, JSON.stringify(content));
     return file;
   };
-  /** The users table's indexes and triggers, as the database describes them. */
+  /** The users table's indexes, triggers and keys (also those pointing at it), as the database describes them. */
   const schema = () =>
     TEST_DIALECT === 'postgres'
       ? workspace.sql<{ name: string; definition: string }>(
-          sql`SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE tablename = 'users' ORDER BY indexname`,
+          sql`SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE tablename = 'users'
+              UNION ALL SELECT conname, conrelid::regclass || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+                WHERE conrelid = 'users'::regclass OR confrelid = 'users'::regclass
+              ORDER BY name, definition`,
         )
       : workspace.sql<{ name: string; definition: string }>(
           sql`SELECT name, sql AS definition FROM sqlite_master WHERE tbl_name IN ('users', 'users_search') ORDER BY name`,
@@ -99,6 +102,13 @@ describe('a bulk import that rebuilds the indexes', () => {
       expected,
     );
     assert.equal((await lookup('size=1')).totalElements, USERS);
+
+    // Again, now over stored users: the bulk path upserts, keeping the unique keys.
+    const again = await runCli(['import', path.join(workspace.dataDir, 'bulk.json')], workspace.env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(await schema(), before);
+    assert.equal((await lookup('size=1')).totalElements, USERS);
+    assert.equal((await lookup(`searchQuery=${term}&sortBy=email&size=2000`)).totalElements, expected.length);
   });
 
   it('keeps the search index in step with a later small import', async () => {

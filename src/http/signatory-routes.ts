@@ -21,9 +21,12 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
         response: { 200: SignatoryPage, ...problemResponses(400, 401, 403, 404, 429) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { organizationId, signingRoomId } = request.params;
-      return lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest);
+      // Already the JSON of a SignatoryPage (cached whole for repeated lookups): Fastify sends a
+      // string with a JSON content type as it is, where the type provider expects the object.
+      const json = await lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest);
+      return reply.type('application/json; charset=utf-8').send(json as never);
     },
   );
 };

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { searchTerms } from '../domain/fold.ts';
-import { effectivePageSize, pageOffset, toPage, type Page } from '../domain/paging.ts';
+import { effectivePageSize, pageOffset, toPage } from '../domain/paging.ts';
 import {
   displayName,
   requiresInvitation,
@@ -46,13 +46,13 @@ export interface Signatory {
 }
 
 const COUNT_CACHE_ENTRIES = 10_000;
-/** Signatories kept in cached pages for repeated lookups (about 60 MB). */
-const PAGE_CACHE_ROWS = 200_000;
+/** Characters of page JSON kept for repeated lookups (at most 64 MiB in one-byte strings). */
+const PAGE_CACHE_CHARS = 64 * 1024 * 1024;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
 const SORT_MATCHES_UP_TO = 50_000;
 
 /**
- * The signatory lookup of a room. Counts and pages are cached
+ * The signatory lookup of a room. Counts and whole answers (JSON) are cached
  * per directory version of the organization: any change to its users, rooms,
  * members or settings bumps the version, so a cached answer is never stale and
  * never needs invalidating.
@@ -61,21 +61,22 @@ export class SignatoryLookup {
   readonly #db: Kysely<Database>;
   readonly #maxPageSize: number;
   readonly #counts = new LruCache<string, number>(COUNT_CACHE_ENTRIES);
-  readonly #pages = new LruCache<string, Signatory[]>(PAGE_CACHE_ROWS, (content) => Math.max(1, content.length));
+  /** Whole answers, serialized: a page's JSON depends only on its cache key (the total is the count under the same version). */
+  readonly #pages = new LruCache<string, string>(PAGE_CACHE_CHARS, (json) => json.length);
 
   constructor(db: Kysely<Database>, maxPageSize: number) {
     this.#db = db;
     this.#maxPageSize = maxPageSize;
   }
 
-  /** One page of the room's signatories; 404 problems for an unknown organization or room. */
-  async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<Page<Signatory>> {
+  /** One page of the room's signatories, as JSON; 404 problems for an unknown organization or room. */
+  async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<string> {
     const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
     const sort = { by: request.sortBy, direction: request.sortDirection };
     // A repeated lookup is answered from the caches after one query for the
     // current directory version; what is cached under a version is consistent.
     const scope = await this.#scope(this.#db, orgId, roomId);
-    const cached = this.#cachedAnswer(lookupKeys(scope, request, pageRequest, sort), pageRequest);
+    const cached = this.#pages.get(lookupKeys(scope, request, pageRequest, sort).page);
     if (cached !== undefined) return cached;
     // Otherwise one snapshot for the whole answer: an import committing meanwhile
     // (from another process) is seen entirely or not at all, by the total, the
@@ -86,15 +87,14 @@ export class SignatoryLookup {
       .setAccessMode('read only')
       .execute(async (trx) => {
         const keys = lookupKeys(await this.#scope(trx, orgId, roomId), request, pageRequest, sort);
+        const cachedInSnapshot = this.#pages.get(keys.page);
+        if (cachedInSnapshot !== undefined) return cachedInSnapshot;
         const total = await this.#count(trx, keys);
-        if (pageOffset(pageRequest) >= total) return toPage([], pageRequest, total);
-        let content = this.#pages.get(keys.page);
-        if (content === undefined) {
-          const rows = await findSignatories(trx, keys.criteria, sort, pageRequest.size, pageOffset(pageRequest), this.#plan(keys.criteria, total));
-          content = rows.map(toSignatory);
-          this.#pages.set(keys.page, content);
-        }
-        return toPage(content, pageRequest, total);
+        const offset = pageOffset(pageRequest);
+        const rows = offset >= total ? [] : await findSignatories(trx, keys.criteria, sort, pageRequest.size, offset, this.#plan(keys.criteria, total));
+        const json = JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total));
+        this.#pages.set(keys.page, json);
+        return json;
       });
   }
 
@@ -104,15 +104,6 @@ export class SignatoryLookup {
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId };
-  }
-
-  /** The whole answer from the caches, when both the count and the page (or the page being past the end) are known. */
-  #cachedAnswer(keys: LookupKeys, pageRequest: { page: number; size: number }): Page<Signatory> | undefined {
-    const total = this.#counts.get(keys.count);
-    if (total === undefined) return undefined;
-    if (pageOffset(pageRequest) >= total) return toPage([], pageRequest, total);
-    const content = this.#pages.get(keys.page);
-    return content === undefined ? undefined : toPage(content, pageRequest, total);
   }
 
   /**

@@ -221,7 +221,7 @@ function unnestInsert<Row>(table: string, columns: readonly (keyof Row & string)
  * A PostgreSQL array literal (`{"a","b",NULL}`), built here rather than by the
  * driver so that it is built while the previous batch is still being written.
  */
-export function arrayLiteral(values: readonly (string | number | null)[]): string {
+function arrayLiteral(values: readonly (string | number | null)[]): string {
   const elements = values.map((value) => (value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`));
   return `{${elements.join(',')}}`;
 }

@@ -62,8 +62,11 @@ export class Authenticator {
     const credentials = parseBasicAuthorization(header);
     if (credentials === undefined) return { kind: 'malformed' };
     const { username, password } = credentials;
-    // No stored credential is this long: answer at once, and keep nothing about it.
-    if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH) return { kind: 'rejected', delayMs: 0 };
+    // No stored credential is this long or has a control character in its name (the import
+    // refuses them; PostgreSQL cannot even take U+0000): answer at once, and keep nothing about it.
+    if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH || /\p{Cc}/u.test(username)) {
+      return { kind: 'rejected', delayMs: 0 };
+    }
 
     // One read per request: the credential (so a revoked or changed one stops
     // working at once) and the username's failed logins, shared by every process.

@@ -100,6 +100,15 @@ describe('authentication and scope', () => {
     assert.equal(response.headers['www-authenticate'], CHALLENGE);
   });
 
+  it('answers a username with control characters (U+0000 too) with a plain 401', async () => {
+    for (const username of ['acme\u0000admin', '\u0000', 'acme-admin\n']) {
+      const response = await lookup(basic(username, ACME_PASSWORD));
+      assert.equal(response.statusCode, 401, `${JSON.stringify(username)}: ${response.body}`);
+      assert.equal(response.headers['www-authenticate'], CHALLENGE);
+      assert.equal(response.json().code, 'unauthorized');
+    }
+  });
+
   it('stops accepting a revoked or changed credential at once, despite the cache', async () => {
     const header = basic('root', 'root-password');
     assert.equal((await lookup(header)).statusCode, 200);

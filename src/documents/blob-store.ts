@@ -195,26 +195,36 @@ export class PostgresBlobStore implements BlobStore {
   }
 
   async delete(sha256: string): Promise<void> {
-    await this.#db.transaction().execute(async (trx) => {
+    await this.#deleteUnreferenced(sha256);
+  }
+
+  /** Deletes the blob unless a document refers to it (again); true when it was deleted. */
+  async #deleteUnreferenced(sha256: string): Promise<boolean> {
+    return this.#db.transaction().execute(async (trx) => {
       await lockBlob(trx, sha256, 'postgres');
-      await trx
+      const result = await trx
         .deleteFrom('blobs')
         .where('sha256', '=', sha256)
         .where(({ not, exists, selectFrom }) => not(exists(selectFrom('documents').select('id').where('documents.sha256', '=', sha256))))
-        .execute();
+        .executeTakeFirst();
+      return result.numDeletedRows > 0n;
     });
   }
 
   async recover(): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
     const temporaryFiles = await this.#staging.removeTemporaryFiles();
     // Blobs and their documents commit together, so only a crash between a
-    // document's deletion and its blob's leaves an orphan; other instances'
-    // uploads in flight are invisible here until both their rows commit.
-    const result = await this.#db
-      .deleteFrom('blobs')
+    // document's deletion and its blob's leaves an orphan. Each is deleted under
+    // the blob's lock and checked again there, as delete() does: another instance
+    // may be storing a document with the same bytes right now.
+    const orphans = await this.#db
+      .selectFrom('blobs')
+      .select('sha256')
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('documents').select('id').whereRef('documents.sha256', '=', 'blobs.sha256'))))
-      .executeTakeFirst();
-    return { temporaryFiles, orphanBlobs: Number(result.numDeletedRows) };
+      .execute();
+    let orphanBlobs = 0;
+    for (const { sha256 } of orphans) if (await this.#deleteUnreferenced(sha256)) orphanBlobs++;
+    return { temporaryFiles, orphanBlobs };
   }
 }
 

@@ -141,6 +141,16 @@ async function sqliteBulkObstacles(trx: Transaction<Database>): Promise<SchemaOb
 }
 
 /**
+ * Makes imports wait for each other, from the start of their transaction. On
+ * PostgreSQL two imports could otherwise each hold a read lock on users while
+ * one drops an index for a bulk load (a deadlock), or both insert the first
+ * users of one new organization. SQLite's single writer already serialises them.
+ */
+export async function serializeImports(trx: Transaction<Database>): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtextextended('signroom:import', 0))`.execute(trx);
+}
+
+/**
  * Refreshes the planner's statistics of the directory tables after an import.
  * PostgreSQL plans by them, and until autovacuum gets round to a freshly loaded
  * table it would count a million users by nested loops (minutes, measured)

@@ -1,6 +1,14 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { hashPassword } from '../auth/password-hash.ts';
-import { insertBatch, insertMemberRows, prepareUserUpsert, refreshPlannerStatistics, withoutUserIndexes, type UserRow } from '../db/dialect-sql.ts';
+import {
+  insertBatch,
+  insertMemberRows,
+  prepareUserUpsert,
+  refreshPlannerStatistics,
+  serializeImports,
+  withoutUserIndexes,
+  type UserRow,
+} from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport } from '../domain/directory-file.ts';
@@ -74,6 +82,7 @@ export async function importDirectory(db: Kysely<Database>, file: DirectoryFile,
   );
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
+    await serializeImports(trx);
     const problems: ImportProblem[] = [...fileProblems];
     for (const organization of file.organizations) {
       problems.push(...(await conflictsWithDatabase(trx, organization, file)));

@@ -84,12 +84,15 @@ export async function importDirectory(db: Kysely<Database>, file: DirectoryFile,
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
     const problems: ImportProblem[] = [...fileProblems];
+    // Asked once per organization: whether this import brings its first users.
+    const firstUsers = new Map<string, boolean>();
     for (const organization of file.organizations) {
-      problems.push(...(await conflictsWithDatabase(trx, organization, file)));
+      firstUsers.set(organization.id, !(await hasStoredUsers(trx, organization.id)));
+      problems.push(...(await conflictsWithDatabase(trx, organization, file, firstUsers.get(organization.id)!)));
     }
     if (problems.length > 0) throw new ImportRejected(problems);
     for (const organization of file.organizations) {
-      await upsertOrganization(trx, organization, counts);
+      await upsertOrganization(trx, organization, firstUsers.get(organization.id)!, counts);
     }
     await refreshPlannerStatistics(trx);
     for (const credential of hashed) await upsertCredential(trx, credential);
@@ -102,7 +105,12 @@ function needsDatabaseChecks(file: DirectoryFile): boolean {
   return file.externalMembers.length > 0 || file.organizations.some((organization) => organization.users.length > 0);
 }
 
-async function conflictsWithDatabase(trx: Transaction<Database>, organization: OrganizationImport, file: DirectoryFile): Promise<ImportProblem[]> {
+async function conflictsWithDatabase(
+  trx: Transaction<Database>,
+  organization: OrganizationImport,
+  file: DirectoryFile,
+  firstUsers: boolean,
+): Promise<ImportProblem[]> {
   const problems: ImportProblem[] = [];
   const references = file.externalMembers.filter((reference) => reference.orgId === organization.id);
   const known = new Set<string>();
@@ -117,7 +125,7 @@ async function conflictsWithDatabase(trx: Transaction<Database>, organization: O
   }
 
   // An organization without stored users (a first import) has no email to collide with.
-  if (!(await hasStoredUsers(trx, organization.id))) return problems;
+  if (firstUsers) return problems;
   const fileUserIds = new Set(organization.users.map((user) => user.id));
   const userByEmail = new Map(organization.users.map((user) => [user.email.toLowerCase(), user]));
   for (const batch of chunks([...userByEmail.keys()])) {
@@ -141,7 +149,7 @@ async function conflictsWithDatabase(trx: Transaction<Database>, organization: O
   return problems;
 }
 
-async function upsertOrganization(trx: Transaction<Database>, organization: OrganizationImport, counts: ImportCounts): Promise<void> {
+async function upsertOrganization(trx: Transaction<Database>, organization: OrganizationImport, firstUsers: boolean, counts: ImportCounts): Promise<void> {
   const orgId = organization.id;
   const setting = organization.externalSignatories;
   await trx
@@ -158,7 +166,6 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
     .execute();
   counts.organizations += 1;
 
-  const firstUsers = !(await hasStoredUsers(trx, orgId));
   if (isBulkLoad(organization.users.length, await countAllUsers(trx))) {
     await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(trx, organization, firstUsers, counts));
   } else {

@@ -118,18 +118,19 @@ export class SignatoryLookup {
   }
 
   async #count(db: Kysely<Database>, keys: LookupKeys): Promise<number> {
-    const cached = this.#counts.get(keys.count);
+    const key = cacheKey([keys.directoryVersion, keys.criteria]);
+    const cached = this.#counts.get(key);
     if (cached !== undefined) return cached;
     const count = await countSignatories(db, keys.criteria);
-    this.#counts.set(keys.count, count);
+    this.#counts.set(key, count);
     return count;
   }
 }
 
-/** The criteria of a lookup and its cache keys, all under the directory version they were read with. */
+/** The criteria of a lookup and its answer's cache key, under the directory version they were read with (the count's key is made only on a miss). */
 interface LookupKeys {
   criteria: CandidateCriteria;
-  count: string;
+  directoryVersion: number;
   page: string;
 }
 
@@ -146,11 +147,7 @@ function lookupKeys(
     filter: signatoryFilter(request),
     terms: searchTerms(request.searchQuery),
   };
-  return {
-    criteria,
-    count: cacheKey([scope.directoryVersion, criteria]),
-    page: cacheKey([scope.directoryVersion, criteria, sort, pageRequest]),
-  };
+  return { criteria, directoryVersion: scope.directoryVersion, page: cacheKey([scope.directoryVersion, criteria, sort, pageRequest]) };
 }
 
 /** Hashed, so a 10,000-character query costs a cache no more than a short one. */

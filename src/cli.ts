@@ -9,7 +9,8 @@ import { loadConfig, ConfigError, type Config } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { DatabaseUnavailableError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
-import { ID_PATTERN, parseDirectoryFile, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
+import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
+import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from './services/directory-file-reader.ts';
 import { hashPassword } from './auth/password-hash.ts';
 import { deleteCredential, upsertCredential } from './repositories/credential-repository.ts';
 import { ImportRejected, importDirectory } from './services/directory-import.ts';
@@ -43,9 +44,10 @@ async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], 
   }
 }
 
-async function runImport(config: Config, result: ValidationResult): Promise<number> {
+async function runImport(config: Config, result: ValidationResult | OpenDirectoryFile): Promise<number> {
   try {
-    const counts = await withDatabase(config, (db) => importDirectory(db, result.file, result.problems));
+    const assertUnchanged = 'assertUnchanged' in result ? result.assertUnchanged : undefined;
+    const counts = await withDatabase(config, (db) => importDirectory(db, result.file, result.problems, assertUnchanged));
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
         `with ${counts.members} member(s), ${counts.credentials} credential(s)`,
@@ -53,6 +55,10 @@ async function runImport(config: Config, result: ValidationResult): Promise<numb
     return 0;
   } catch (error) {
     if (error instanceof ImportRejected) return reportProblems(error.problems);
+    if (isChangedFileError(error)) {
+      console.error('signroom: the import file changed while it was being imported (it is read twice); nothing was changed.');
+      return 1;
+    }
     throw error;
   }
 }
@@ -179,14 +185,19 @@ async function main(argv: string[]): Promise<number> {
     case 'import': {
       const [file] = args;
       if (file === undefined) throw new UsageError('import needs a file: signroom import FILE.json');
-      let text: string;
+      let directory: OpenDirectoryFile;
       try {
-        text = readFileSync(file, 'utf8');
+        directory = openDirectoryFile(file);
       } catch (error) {
-        console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+        if ((error as NodeJS.ErrnoException).code === undefined) throw error;
+        console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`);
         return 1;
       }
-      return runImport(config, parseDirectoryFile(text));
+      try {
+        return await runImport(config, directory);
+      } finally {
+        directory.close();
+      }
     }
     case 'demo':
       return loadDemo(config);

@@ -12,6 +12,14 @@ const MAX_EMAIL_LENGTH = 254;
 const MAX_USERNAME_LENGTH = 128;
 const MAX_PASSWORD_LENGTH = 1024;
 
+/** A file read twice (validated, then imported) gave something else the second time. */
+export class DirectoryFileChanged extends Error {
+  constructor() {
+    super('the import file changed while it was being imported');
+    this.name = 'DirectoryFileChanged';
+  }
+}
+
 export interface ImportProblem {
   /** JSON path of the offending value, e.g. `$.organizations[0].users[3].email`. */
   path: string;
@@ -33,16 +41,28 @@ export interface RoomImport {
   name: string;
   /** Replaces the member list; undefined when the file leaves it out (the stored list stays). */
   members: string[] | undefined;
+  /** Where each member is listed first: `members[k]` is at `${path}.members[${memberIndexes[k]}]`. */
+  memberIndexes: number[];
   path: string;
 }
 
+/**
+ * An organization of the file. Its users and rooms are not held: each call of
+ * users() or rooms() reads them again from the file (or the parsed array),
+ * validated, duplicates and invalid entries left out, so an import of a
+ * million users keeps only their ids in memory.
+ */
 export interface OrganizationImport {
   id: string;
   name: string;
   /** Undefined when the file leaves it out: false for a new organization, unchanged otherwise. */
   externalSignatories: boolean | undefined;
-  users: UserImport[];
-  rooms: RoomImport[];
+  /** How many valid users users() gives. */
+  userCount: number;
+  /** Every user id the file lists for the organization, even one with problems (members may name them), with where it is listed first. */
+  listedUsers: ReadonlyMap<string, number>;
+  users(): Iterable<UserImport>;
+  rooms(): Iterable<RoomImport>;
 }
 
 export interface CredentialImport {
@@ -51,18 +71,9 @@ export interface CredentialImport {
   organizations: '*' | string[];
 }
 
-/** A member id that is not among the file's users of that organization: the database must know it. */
-export interface MemberReference {
-  orgId: string;
-  userId: string;
-  path: string;
-}
-
 export interface DirectoryFile {
   organizations: OrganizationImport[];
   credentials: CredentialImport[];
-  /** Member ids to resolve against users imported earlier. */
-  externalMembers: MemberReference[];
 }
 
 /**
@@ -84,20 +95,28 @@ class Collector {
   }
 }
 
+/**
+ * A JSON array: a parsed one, or one read element by element from a file
+ * (any iterable object: JSON.parse never makes an object with Symbol.iterator).
+ */
+function isJsonArray(value: unknown): value is Iterable<unknown> {
+  return Array.isArray(value) || (typeof value === 'object' && value !== null && Symbol.iterator in value);
+}
+
 function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === 'object' && value !== null && !isJsonArray(value);
 }
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
+  if (isJsonArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
 }
 
-function arrayAt(parent: Json, key: string, path: string, problems: Collector): unknown[] {
+function arrayAt(parent: Json, key: string, path: string, problems: Collector): Iterable<unknown> {
   const value = parent[key];
   if (value === undefined) return [];
-  if (!Array.isArray(value)) {
+  if (!isJsonArray(value)) {
     problems.add(`${path}.${key}`, `must be an array, got ${describe(value)}`);
     return [];
   }
@@ -182,19 +201,47 @@ function validateRoom(raw: unknown, path: string, problems: Collector): RoomImpo
   const id = idAt(raw, path, 'room', problems);
   const name = stringAt(raw, 'name', path, MAX_NAME_LENGTH, problems, false) ?? id;
   const members: string[] = [];
+  const memberIndexes: number[] = [];
+  const seen = new Set<string>();
   const listed = raw['members'] !== undefined;
-  arrayAt(raw, 'members', path, problems).forEach((member, index) => {
+  let index = 0;
+  for (const member of arrayAt(raw, 'members', path, problems)) {
     if (typeof member !== 'string' || !ID_PATTERN.test(member)) {
       problems.add(`${path}.members[${index}]`, `must be a user id, got ${describe(member)}`);
-    } else {
+    } else if (!seen.has(member)) {
+      seen.add(member);
       members.push(member);
+      memberIndexes.push(index);
     }
-  });
+    index += 1;
+  }
   if (id === undefined || name === undefined) return undefined;
-  return { id, name, members: listed ? [...new Set(members)] : undefined, path };
+  return { id, name, members: listed ? members : undefined, memberIndexes, path };
 }
 
-function validateOrganization(raw: unknown, path: string, problems: Collector, externalMembers: MemberReference[]): OrganizationImport | undefined {
+/**
+ * The entries of `items` that `validate` accepts, skipping the indexes found
+ * rejected when the file was validated. Reading the same file again must give
+ * the same entries: one that no longer validates means it changed meanwhile.
+ */
+function* validEntries<T>(
+  items: Iterable<unknown>,
+  rejected: ReadonlySet<number>,
+  pathOf: (index: number) => string,
+  validate: (raw: unknown, path: string, problems: Collector) => T | undefined,
+): Generator<T> {
+  let index = 0;
+  for (const raw of items) {
+    if (!rejected.has(index)) {
+      const entry = validate(raw, pathOf(index), new Collector());
+      if (entry === undefined) throw new DirectoryFileChanged();
+      yield entry;
+    }
+    index += 1;
+  }
+}
+
+function validateOrganization(raw: unknown, path: string, problems: Collector): OrganizationImport | undefined {
   if (!isObject(raw)) {
     problems.add(path, `an organization must be an object, got ${describe(raw)}`);
     return undefined;
@@ -208,52 +255,59 @@ function validateOrganization(raw: unknown, path: string, problems: Collector, e
     else problems.add(`${path}.settings`, `must be an object, got ${describe(settings)}`);
   }
 
-  const users: UserImport[] = [];
-  const pathOfUserId = new Map<string, string>();
-  const pathOfEmail = new Map<string, string>();
-  /** Ids of every user the file lists, even one with problems elsewhere: members may name them. */
-  const listedUserIds = new Set<string>();
-  arrayAt(raw, 'users', path, problems).forEach((rawUser, index) => {
-    const userPath = `${path}.users[${index}]`;
+  // Where each id and email is listed first; only these stay in memory.
+  const userPath = (index: number) => `${path}.users[${index}]`;
+  const indexOfUserId = new Map<string, number>();
+  const indexOfEmail = new Map<string, number>();
+  const rejectedUsers = new Set<number>();
+  const users = arrayAt(raw, 'users', path, problems);
+  let index = 0;
+  for (const rawUser of users) {
     const rawId = isObject(rawUser) ? rawUser['id'] : undefined;
-    if (typeof rawId === 'string') listedUserIds.add(rawId);
-    const user = validateUser(rawUser, userPath, problems);
-    if (user === undefined) return;
-    const sameId = pathOfUserId.get(user.id);
-    const emailKey = user.email.toLowerCase();
-    const sameEmail = pathOfEmail.get(emailKey);
-    if (sameId !== undefined) problems.add(`${userPath}.id`, `duplicate user id "${user.id}" (also at ${sameId})`);
-    if (sameEmail !== undefined) problems.add(`${userPath}.email`, `duplicate email "${user.email}", ignoring case (also at ${sameEmail})`);
-    if (sameId !== undefined || sameEmail !== undefined) return;
-    pathOfUserId.set(user.id, userPath);
-    pathOfEmail.set(emailKey, `${userPath}.email`);
-    users.push(user);
-  });
+    const sameId = typeof rawId === 'string' ? indexOfUserId.get(rawId) : undefined;
+    if (typeof rawId === 'string' && sameId === undefined) indexOfUserId.set(rawId, index);
+    const user = validateUser(rawUser, userPath(index), problems);
+    const emailKey = user?.email.toLowerCase();
+    const sameEmail = emailKey === undefined ? undefined : indexOfEmail.get(emailKey);
+    if (user !== undefined && sameId !== undefined) {
+      problems.add(`${user.path}.id`, `duplicate user id "${user.id}" (also at ${userPath(sameId)})`);
+    }
+    if (user !== undefined && sameEmail !== undefined) {
+      problems.add(`${user.path}.email`, `duplicate email "${user.email}", ignoring case (also at ${userPath(sameEmail)}.email)`);
+    }
+    if (user === undefined || sameId !== undefined || sameEmail !== undefined) rejectedUsers.add(index);
+    else indexOfEmail.set(emailKey!, index);
+    index += 1;
+  }
+  const userCount = index - rejectedUsers.size;
+  indexOfEmail.clear();
 
-  const rooms: RoomImport[] = [];
-  const pathOfRoomId = new Map<string, string>();
-  arrayAt(raw, 'rooms', path, problems).forEach((rawRoom, index) => {
-    const roomPath = `${path}.rooms[${index}]`;
-    const room = validateRoom(rawRoom, roomPath, problems);
-    if (room === undefined) return;
-    const sameId = pathOfRoomId.get(room.id);
-    if (sameId !== undefined) {
-      problems.add(`${roomPath}.id`, `duplicate room id "${room.id}" (also at ${sameId})`);
-      return;
+  const roomPath = (index: number) => `${path}.rooms[${index}]`;
+  const indexOfRoomId = new Map<string, number>();
+  const rejectedRooms = new Set<number>();
+  const rooms = arrayAt(raw, 'rooms', path, problems);
+  index = 0;
+  for (const rawRoom of rooms) {
+    const room = validateRoom(rawRoom, roomPath(index), problems);
+    const sameId = room === undefined ? undefined : indexOfRoomId.get(room.id);
+    if (room !== undefined && sameId !== undefined) {
+      problems.add(`${room.path}.id`, `duplicate room id "${room.id}" (also at ${roomPath(sameId)})`);
     }
-    pathOfRoomId.set(room.id, roomPath);
-    rooms.push(room);
-    if (id === undefined || room.members === undefined) return;
-    const rawMembers = (rawRoom as Json)['members'] as unknown[];
-    for (const member of room.members) {
-      if (!listedUserIds.has(member)) {
-        externalMembers.push({ orgId: id, userId: member, path: `${roomPath}.members[${rawMembers.indexOf(member)}]` });
-      }
-    }
-  });
+    if (room === undefined || sameId !== undefined) rejectedRooms.add(index);
+    else indexOfRoomId.set(room.id, index);
+    index += 1;
+  }
 
   if (id === undefined || name === undefined) return undefined;
-  return { id, name, externalSignatories, users, rooms };
+  return {
+    id,
+    name,
+    externalSignatories,
+    userCount,
+    listedUsers: indexOfUserId,
+    users: () => validEntries(users, rejectedUsers, userPath, validateUser),
+    rooms: () => validEntries(rooms, rejectedRooms, roomPath, validateRoom),
+  };
 }
 
 function validateCredential(raw: unknown, path: string, problems: Collector): CredentialImport | undefined {
@@ -285,57 +339,48 @@ function validateCredential(raw: unknown, path: string, problems: Collector): Cr
   return { username, password, organizations: organizations === '*' ? '*' : [...new Set(organizations)] };
 }
 
-/** Validates a parsed directory file; returns it normalised, or every problem found. */
+/**
+ * Validates a parsed directory file; returns it normalised, or every problem
+ * found. Arrays may be any iterable (a file's users and rooms read element by
+ * element, see services/directory-file-reader.ts); each is read once here.
+ */
 export function validateDirectoryFile(data: unknown): ValidationResult {
   const problems = new Collector();
   if (!isObject(data)) {
     problems.add('$', `the file must hold a JSON object, got ${describe(data)}`);
-    return { file: { organizations: [], credentials: [], externalMembers: [] }, problems: problems.problems };
+    return { file: { organizations: [], credentials: [] }, problems: problems.problems };
   }
-  const externalMembers: MemberReference[] = [];
   const organizations: OrganizationImport[] = [];
   const pathOfOrgId = new Map<string, string>();
-  arrayAt(data, 'organizations', '$', problems).forEach((raw, index) => {
-    const path = `$.organizations[${index}]`;
-    const organization = validateOrganization(raw, path, problems, externalMembers);
-    if (organization === undefined) return;
+  let index = 0;
+  for (const raw of arrayAt(data, 'organizations', '$', problems)) {
+    const path = `$.organizations[${index++}]`;
+    const organization = validateOrganization(raw, path, problems);
+    if (organization === undefined) continue;
     const sameId = pathOfOrgId.get(organization.id);
     if (sameId !== undefined) {
       problems.add(`${path}.id`, `duplicate organization id "${organization.id}" (also at ${sameId})`);
-      return;
+      continue;
     }
     pathOfOrgId.set(organization.id, path);
     organizations.push(organization);
-  });
+  }
 
   const credentials: CredentialImport[] = [];
   const pathOfUsername = new Map<string, string>();
-  arrayAt(data, 'credentials', '$', problems).forEach((raw, index) => {
-    const path = `$.credentials[${index}]`;
+  index = 0;
+  for (const raw of arrayAt(data, 'credentials', '$', problems)) {
+    const path = `$.credentials[${index++}]`;
     const credential = validateCredential(raw, path, problems);
-    if (credential === undefined) return;
+    if (credential === undefined) continue;
     const sameName = pathOfUsername.get(credential.username);
     if (sameName !== undefined) {
       problems.add(`${path}.username`, `duplicate username "${credential.username}" (also at ${sameName})`);
-      return;
+      continue;
     }
     pathOfUsername.set(credential.username, path);
     credentials.push(credential);
-  });
-
-  return { file: { organizations, credentials, externalMembers }, problems: problems.problems };
-}
-
-/** Parses the text of a directory file: invalid JSON is one problem at `$`. */
-export function parseDirectoryFile(text: string): ValidationResult {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (error) {
-    return {
-      file: { organizations: [], credentials: [], externalMembers: [] },
-      problems: [{ path: '$', message: `not valid JSON: ${(error as Error).message}` }],
-    };
   }
-  return validateDirectoryFile(data);
+
+  return { file: { organizations, credentials }, problems: problems.problems };
 }

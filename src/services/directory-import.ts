@@ -11,7 +11,7 @@ import {
 } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
-import type { DirectoryFile, ImportProblem, OrganizationImport } from '../domain/directory-file.ts';
+import type { DirectoryFile, ImportProblem, OrganizationImport, RoomImport, UserImport } from '../domain/directory-file.ts';
 import { foldedKeys } from '../domain/fold.ts';
 import { needsInvitation } from '../domain/signatory-rules.ts';
 import { upsertCredential } from '../repositories/credential-repository.ts';
@@ -65,14 +65,45 @@ function chunks<T>(items: readonly T[], size = BATCH): T[][] {
   return result;
 }
 
+/** Groups what an iterable gives into arrays of `size`, reading it only as far as needed. */
+function* batches<T>(items: Iterable<T>, size = BATCH): Generator<T[]> {
+  let batch: T[] = [];
+  for (const item of items) {
+    batch.push(item);
+    if (batch.length === size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/** What one import run knows beyond the file: the problems found so far (none: it writes). */
+interface ImportRun {
+  trx: Transaction<Database>;
+  problems: ImportProblem[];
+  counts: ImportCounts;
+}
+
+/** Once a problem is known the run only checks on, so it can report every problem; the transaction is rolled back. */
+const writing = (run: ImportRun) => run.problems.length === 0;
+
 /**
  * Applies a validated directory file in one transaction: upserts by id, replaces
- * room member lists, bumps each organization's directory version. Checks that
- * need the database (members and emails of users imported earlier) run inside
- * the same transaction; any problem rolls everything back.
+ * room member lists, bumps each organization's directory version. The checks
+ * that need the database (emails and members of users imported earlier) run in
+ * the same transaction as the users and rooms are read, batch by batch; with
+ * any problem (from the file or found here) the run only checks on, reports
+ * every problem and rolls everything back. `assertSourceUnchanged` is called
+ * before the commit (a file read twice must not have changed in between).
  */
-export async function importDirectory(db: Kysely<Database>, file: DirectoryFile, fileProblems: readonly ImportProblem[] = []): Promise<ImportCounts> {
-  if (fileProblems.length > 0 && !needsDatabaseChecks(file)) throw new ImportRejected([...fileProblems]);
+export async function importDirectory(
+  db: Kysely<Database>,
+  file: DirectoryFile,
+  fileProblems: readonly ImportProblem[] = [],
+  assertSourceUnchanged: () => void = () => undefined,
+): Promise<ImportCounts> {
+  if (fileProblems.length > 0 && file.organizations.length === 0) throw new ImportRejected([...fileProblems]);
   const hashed = fileProblems.length > 0 ? [] : await Promise.all(
     file.credentials.map(async (credential) => ({
       username: credential.username,
@@ -83,78 +114,49 @@ export async function importDirectory(db: Kysely<Database>, file: DirectoryFile,
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
-    const problems: ImportProblem[] = [...fileProblems];
-    // Asked once per organization: whether this import brings its first users.
-    const firstUsers = new Map<string, boolean>();
-    for (const organization of file.organizations) {
-      firstUsers.set(organization.id, !(await hasStoredUsers(trx, organization.id)));
-      problems.push(...(await conflictsWithDatabase(trx, organization, file, firstUsers.get(organization.id)!)));
-    }
-    if (problems.length > 0) throw new ImportRejected(problems);
-    for (const organization of file.organizations) {
-      await upsertOrganization(trx, organization, firstUsers.get(organization.id)!, counts);
-    }
+    const run: ImportRun = { trx, problems: [...fileProblems], counts };
+    for (const organization of file.organizations) await importOrganization(run, organization);
+    assertSourceUnchanged();
+    if (!writing(run)) throw new ImportRejected(run.problems);
     await refreshPlannerStatistics(trx);
     for (const credential of hashed) await upsertCredential(trx, credential);
   });
   return counts;
 }
 
-/** Whether the file's valid parts name anything the database must confirm (members, emails). */
-function needsDatabaseChecks(file: DirectoryFile): boolean {
-  return file.externalMembers.length > 0 || file.organizations.some((organization) => organization.users.length > 0);
-}
+async function importOrganization(run: ImportRun, organization: OrganizationImport): Promise<void> {
+  const { trx } = run;
+  const firstUsers = !(await hasStoredUsers(trx, organization.id));
+  if (writing(run)) await upsertOrganizationRow(trx, organization);
+  run.counts.organizations += 1;
 
-async function conflictsWithDatabase(
-  trx: Transaction<Database>,
-  organization: OrganizationImport,
-  file: DirectoryFile,
-  firstUsers: boolean,
-): Promise<ImportProblem[]> {
-  const problems: ImportProblem[] = [];
-  const references = file.externalMembers.filter((reference) => reference.orgId === organization.id);
-  const known = new Set<string>();
-  for (const batch of chunks([...new Set(references.map((reference) => reference.userId))])) {
-    const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).execute();
-    for (const row of rows) known.add(row.id);
-  }
-  for (const reference of references) {
-    if (!known.has(reference.userId)) {
-      problems.push({ path: reference.path, message: `unknown user id "${reference.userId}" in organization "${organization.id}"` });
+  if (organization.userCount > 0) {
+    if (writing(run) && isBulkLoad(organization.userCount, await countAllUsers(trx))) {
+      await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers));
+    } else {
+      await upsertUsers(run, organization, firstUsers);
     }
   }
 
-  // An organization without stored users (a first import) has no email to collide with.
-  if (firstUsers) return problems;
-  const fileUserIds = new Set(organization.users.map((user) => user.id));
-  const userByEmail = new Map(organization.users.map((user) => [user.email.toLowerCase(), user]));
-  for (const batch of chunks([...userByEmail.keys()])) {
-    const rows = await trx
-      .selectFrom('users')
-      .select(['id', 'email_lower'])
-      .where('org_id', '=', organization.id)
-      .where('email_lower', 'in', batch)
-      .execute();
-    for (const row of rows) {
-      const user = userByEmail.get(row.email_lower);
-      // A user the file also lists may give up its email to another listed user.
-      if (user !== undefined && user.id !== row.id && !fileUserIds.has(row.id)) {
-        problems.push({
-          path: `${user.path}.email`,
-          message: `email "${user.email}" already belongs to user "${row.id}" of organization "${organization.id}"`,
-        });
-      }
+  for (const room of organization.rooms()) {
+    const unknown = await unknownMembers(trx, organization, room);
+    for (const index of unknown) {
+      run.problems.push({
+        path: `${room.path}.members[${room.memberIndexes[index]}]`,
+        message: `unknown user id "${room.members![index]}" in organization "${organization.id}"`,
+      });
     }
+    if (writing(run)) await upsertRoom(trx, organization.id, room);
+    run.counts.rooms += 1;
+    run.counts.members += room.members?.length ?? 0;
   }
-  return problems;
 }
 
-async function upsertOrganization(trx: Transaction<Database>, organization: OrganizationImport, firstUsers: boolean, counts: ImportCounts): Promise<void> {
-  const orgId = organization.id;
+async function upsertOrganizationRow(trx: Transaction<Database>, organization: OrganizationImport): Promise<void> {
   const setting = organization.externalSignatories;
   await trx
     .insertInto('organizations')
-    .values({ id: orgId, name: organization.name, external_signatories: setting === true ? 1 : 0 })
+    .values({ id: organization.id, name: organization.name, external_signatories: setting === true ? 1 : 0 })
     .onConflict((oc) =>
       oc.column('id').doUpdateSet((eb) => ({
         name: eb.ref('excluded.name'),
@@ -164,47 +166,86 @@ async function upsertOrganization(trx: Transaction<Database>, organization: Orga
       })),
     )
     .execute();
-  counts.organizations += 1;
+}
 
-  if (isBulkLoad(organization.users.length, await countAllUsers(trx))) {
-    await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(trx, organization, firstUsers, counts));
-  } else {
-    await upsertUsers(trx, organization, firstUsers, counts);
+/** Indexes into room.members of the ids neither the file nor the database knows as users of the organization. */
+async function unknownMembers(trx: Transaction<Database>, organization: OrganizationImport, room: RoomImport): Promise<number[]> {
+  const members = room.members ?? [];
+  const notInFile = members.flatMap((userId, index) => (organization.listedUsers.has(userId) ? [] : [index]));
+  const known = new Set<string>();
+  for (const batch of chunks(notInFile.map((index) => members[index]!))) {
+    const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).execute();
+    for (const row of rows) known.add(row.id);
   }
+  return notInFile.filter((index) => !known.has(members[index]!));
+}
 
-  for (const room of organization.rooms) {
-    await trx
-      .insertInto('rooms')
-      .values({ org_id: orgId, id: room.id, name: room.name })
-      .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
-      .execute();
-    counts.rooms += 1;
-    if (room.members === undefined) continue;
-    await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
-    for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
-      await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
-    }
-    counts.members += room.members.length;
+async function upsertRoom(trx: Transaction<Database>, orgId: string, room: RoomImport): Promise<void> {
+  await trx
+    .insertInto('rooms')
+    .values({ org_id: orgId, id: room.id, name: room.name })
+    .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+    .execute();
+  if (room.members === undefined) return;
+  await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
+  for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
+    await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
   }
 }
 
-/** Writes the organization's listed users (upsert by id; a plain insert for an organization's first users). */
-async function upsertUsers(trx: Transaction<Database>, organization: OrganizationImport, firstUsers: boolean, counts: ImportCounts): Promise<void> {
+/**
+ * Problems for users of the batch whose email already belongs to a stored user
+ * the file does not list (a listed user may give up its email to another).
+ */
+async function emailConflicts(trx: Transaction<Database>, organization: OrganizationImport, users: readonly UserImport[]): Promise<ImportProblem[]> {
+  const userByEmail = new Map(users.map((user) => [user.email.toLowerCase(), user]));
+  const rows = await trx
+    .selectFrom('users')
+    .select(['id', 'email_lower'])
+    .where('org_id', '=', organization.id)
+    .where('email_lower', 'in', [...userByEmail.keys()])
+    .execute();
+  const problems: ImportProblem[] = [];
+  for (const row of rows) {
+    const user = userByEmail.get(row.email_lower);
+    if (user !== undefined && user.id !== row.id && !organization.listedUsers.has(row.id)) {
+      problems.push({
+        path: `${user.path}.email`,
+        message: `email "${user.email}" already belongs to user "${row.id}" of organization "${organization.id}"`,
+      });
+    }
+  }
+  return problems;
+}
+
+/**
+ * Writes the organization's users as the file gives them, batch by batch
+ * (upsert by id; a plain insert for an organization's first users), each batch
+ * checked first for emails taken by stored users.
+ */
+async function upsertUsers(run: ImportRun, organization: OrganizationImport, firstUsers: boolean): Promise<void> {
+  const { trx } = run;
   const orgId = organization.id;
-  // Listed users may trade emails among themselves; park their current emails
-  // on values no real email can take (emails have no spaces) so the unique
-  // index holds row by row while the upserts run.
-  const parked = firstUsers ? [] : organization.users.map((user) => user.id);
-  for (const batch of chunks(parked)) {
-    await trx
-      .updateTable('users')
-      .set({ email_lower: sql<string>`' parked:' || id` })
-      .where('org_id', '=', orgId)
-      .where('id', 'in', batch)
-      .execute();
+  if (writing(run) && !firstUsers) {
+    // Listed users may trade emails among themselves; park their current emails
+    // on values no real email can take (emails have no spaces) so the unique
+    // index holds row by row while the upserts run.
+    for (const batch of batches(organization.listedUsers.keys())) {
+      await trx
+        .updateTable('users')
+        .set({ email_lower: sql<string>`' parked:' || id` })
+        .where('org_id', '=', orgId)
+        .where('id', 'in', batch)
+        .execute();
+    }
   }
   let previous: Promise<unknown> = Promise.resolve();
-  for (const batch of chunks(organization.users, insertBatch(dialectOf(trx)))) {
+  for (const batch of batches(organization.users(), insertBatch(dialectOf(trx)))) {
+    // An organization without stored users (a first import) has no email to collide with.
+    if (!firstUsers) {
+      for (const part of chunks(batch)) run.problems.push(...(await emailConflicts(trx, organization, part)));
+    }
+    if (!writing(run)) continue;
     const rows = batch.map((user): UserRow => {
       const keys = foldedKeys(user);
       return {
@@ -223,12 +264,12 @@ async function upsertUsers(trx: Transaction<Database>, organization: Organizatio
         search_key: keys.searchKey,
       };
     });
-    // The database writes one batch while the next is prepared here.
+    // The database writes one batch while the next is read and prepared here.
     const write = prepareUserUpsert(trx, rows, { insertOnly: firstUsers });
     await previous;
     previous = write();
     previous.catch(() => undefined); // awaited on the next turn or after the loop
-    counts.users += rows.length;
+    run.counts.users += rows.length;
   }
   await previous;
 }

@@ -161,6 +161,28 @@ describe('bin/signroom import', () => {
     assert.equal(result.code, 0, result.stderr);
   });
 
+  it('reads keys in any order: rooms before the users they name, the organization id last', async () => {
+    const text = `\uFEFF{"credentials": [],
+      "organizations": [{
+        "rooms": [{"id": "order", "name": "Order", "members": ["n2", "u1", "n1"]}],
+        "users": [
+          {"email": "n1@acme.example", "id": "n1", "lastname": "First"},
+          {"id": "n2", "email": "n2@acme.example", "firstname": "Second"}
+        ],
+        "name": "Acme AG",
+        "id": "acme"
+      }]}`;
+    const result = await runCli(['import', write('order.json', text)], env());
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /imported 1 organization\(s\), 2 user\(s\), 1 room\(s\) with 3 member\(s\)/);
+    const members = await workspace.sql<{ user_id: string }>(sql`SELECT user_id FROM room_members WHERE org_id = 'acme' AND room_id = 'order' ORDER BY user_id`);
+    assert.deepEqual(members.map((row) => row.user_id), ['n1', 'n2', 'u1']);
+    const users = await workspace.sql<{ id: string; firstname: string | null; lastname: string | null }>(
+      sql`SELECT id, firstname, lastname FROM users WHERE org_id = 'acme' AND id IN ('n1', 'n2') ORDER BY id`,
+    );
+    assert.deepEqual(users.map((row) => ({ ...row })), [{ id: 'n1', firstname: null, lastname: 'First' }, { id: 'n2', firstname: 'Second', lastname: null }]);
+  });
+
   it('keeps the search index in step with re-imported users', async () => {
     const hits =
       TEST_DIALECT === 'sqlite'

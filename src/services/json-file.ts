@@ -1,0 +1,331 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+
+/**
+ * Reads a JSON file without holding it whole: the arrays a caller names (the
+ * users and rooms of an import file) stay in the file and are read element by
+ * element each time they are iterated; everything else is parsed as usual.
+ * Each element is located by a byte scan and parsed with JSON.parse, so the
+ * values are exactly those JSON.parse would give.
+ */
+
+/** The file is not valid JSON; `offset` is the byte where reading stopped. */
+export class JsonSyntaxError extends Error {
+  readonly offset: number;
+  constructor(message: string, offset: number) {
+    super(`${message} at byte ${offset}`);
+    this.name = 'JsonSyntaxError';
+    this.offset = offset;
+  }
+}
+
+/** The file was modified between two reads of it. */
+export class JsonFileChanged extends Error {
+  constructor(file: string) {
+    super(`${file} changed while it was being read; nothing was changed`);
+    this.name = 'JsonFileChanged';
+  }
+}
+
+const SPACE = 0x20;
+const TAB = 0x09;
+const LF = 0x0a;
+const CR = 0x0d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const EOF = -1;
+
+const WINDOW_BYTES = 1 << 20;
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+function isWhitespace(byte: number): boolean {
+  return byte === SPACE || byte === LF || byte === CR || byte === TAB;
+}
+
+function shown(byte: number): string {
+  return byte === EOF ? 'the end of the file' : JSON.stringify(String.fromCharCode(byte));
+}
+
+/** A forward reader over a window of the file, starting at a byte offset. */
+class Cursor {
+  readonly #fd: number;
+  #buffer: Buffer;
+  /** File offset of buffer[0]. */
+  #base: number;
+  /** Valid bytes in the buffer. */
+  #length = 0;
+  /** Read position in the buffer. */
+  #at = 0;
+  /** Start of the value being scanned: bytes from here on stay in the buffer. */
+  #mark = 0;
+  #eof = false;
+
+  constructor(fd: number, offset: number, windowBytes: number) {
+    this.#fd = fd;
+    this.#base = offset;
+    this.#buffer = Buffer.allocUnsafe(windowBytes);
+  }
+
+  /** The file offset of the read position. */
+  get offset(): number {
+    return this.#base + this.#at;
+  }
+
+  /**
+   * Reads more of the file, keeping the bytes from the mark on (moved to the
+   * front; the buffer doubles when they fill half of it). Returns how far
+   * buffer indexes moved.
+   */
+  #fill(): number {
+    const keep = this.#mark;
+    const kept = this.#length - keep;
+    if (kept >= this.#buffer.length / 2) {
+      const larger = Buffer.allocUnsafe(this.#buffer.length * 2);
+      this.#buffer.copy(larger, 0, keep, this.#length);
+      this.#buffer = larger;
+    } else if (keep > 0) {
+      this.#buffer.copy(this.#buffer, 0, keep, this.#length);
+    }
+    this.#base += keep;
+    this.#length = kept;
+    this.#at -= keep;
+    this.#mark = 0;
+    const read = readSync(this.#fd, this.#buffer, kept, this.#buffer.length - kept, this.#base + kept);
+    if (read === 0) this.#eof = true;
+    this.#length += read;
+    return keep;
+  }
+
+  /** Makes buffer[index] readable; returns the index as moved, or -1 at the end of the file. */
+  #reach(index: number): number {
+    while (index >= this.#length) {
+      if (this.#eof) return -1;
+      index -= this.#fill();
+    }
+    return index;
+  }
+
+  /** The next non-blank byte (not consumed), or EOF. */
+  peek(): number {
+    this.#mark = this.#at;
+    for (;;) {
+      const at = this.#reach(this.#at);
+      if (at < 0) return EOF;
+      const byte = this.#buffer[at]!;
+      if (!isWhitespace(byte)) return byte;
+      this.#at = at + 1;
+      this.#mark = this.#at;
+    }
+  }
+
+  /** Consumes the next non-blank byte, which must be one of `expected`. */
+  take(...expected: number[]): number {
+    const byte = this.peek();
+    if (!expected.includes(byte)) {
+      throw new JsonSyntaxError(`expected ${expected.map(shown).join(' or ')}, got ${shown(byte)}`, this.offset);
+    }
+    this.#at += 1;
+    return byte;
+  }
+
+  /** Parses the next value whole. */
+  value(): unknown {
+    this.#skipValue();
+    const text = this.#buffer.toString('utf8', this.#mark, this.#at);
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new JsonSyntaxError((error as Error).message, this.#base + this.#mark);
+    }
+  }
+
+  /** Steps over the next value, checking only its brackets and strings; returns its file offset. */
+  skip(): number {
+    this.#skipValue();
+    return this.#base + this.#mark;
+  }
+
+  /** Moves the read position past the next value, which starts at the mark. */
+  #skipValue(): void {
+    const first = this.peek();
+    if (first === EOF) throw new JsonSyntaxError('expected a value, got the end of the file', this.offset);
+    if (first === QUOTE) {
+      this.#at = this.#stringEnd(this.#at + 1);
+    } else if (first === OPEN_BRACE || first === OPEN_BRACKET) {
+      this.#skipContainer();
+    } else {
+      // A number, true, false or null: up to the next delimiter; JSON.parse judges it.
+      let i = this.#at;
+      for (;;) {
+        const at = this.#reach(i);
+        if (at < 0) break;
+        i = at;
+        const byte = this.#buffer[i]!;
+        if (byte === COMMA || byte === CLOSE_BRACE || byte === CLOSE_BRACKET || byte === COLON || isWhitespace(byte)) break;
+        i += 1;
+      }
+      this.#at = i;
+      if (this.#at === this.#mark) throw new JsonSyntaxError(`expected a value, got ${shown(first)}`, this.offset);
+    }
+  }
+
+  #skipContainer(): void {
+    const closers: number[] = [];
+    let i = this.#at;
+    for (;;) {
+      if (i >= this.#length) {
+        this.#at = i;
+        i = this.#reach(i);
+        if (i < 0) throw new JsonSyntaxError('unexpected end of the file', this.#base + this.#length);
+      }
+      const byte = this.#buffer[i]!;
+      if (byte === QUOTE) {
+        i = this.#stringEnd(i + 1);
+        continue;
+      }
+      i += 1;
+      if (byte === OPEN_BRACE) closers.push(CLOSE_BRACE);
+      else if (byte === OPEN_BRACKET) closers.push(CLOSE_BRACKET);
+      else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+        if (closers.pop() !== byte) throw new JsonSyntaxError(`unexpected ${shown(byte)}`, this.#base + i - 1);
+        if (closers.length === 0) break;
+      }
+    }
+    this.#at = i;
+  }
+
+  /** The index after the quote closing a string whose content starts at index `from`. */
+  #stringEnd(from: number): number {
+    for (;;) {
+      const quote = this.#buffer.indexOf(QUOTE, from);
+      if (quote < 0 || quote >= this.#length) {
+        from = this.#reach(this.#length);
+        if (from < 0) throw new JsonSyntaxError('unterminated string', this.#base + this.#length);
+        continue;
+      }
+      let backslashes = 0;
+      while (this.#buffer[quote - 1 - backslashes] === BACKSLASH) backslashes += 1;
+      if (backslashes % 2 === 0) return quote + 1;
+      from = quote + 1;
+    }
+  }
+}
+
+/** An array left in the file: each iteration reads its elements again, one at a time. */
+export class LazyJsonArray implements Iterable<unknown> {
+  readonly #file: JsonFile;
+  readonly #offset: number;
+
+  constructor(file: JsonFile, offset: number) {
+    this.#file = file;
+    this.#offset = offset;
+  }
+
+  *[Symbol.iterator](): Generator<unknown> {
+    const cursor = this.#file.cursorAt(this.#offset);
+    cursor.take(OPEN_BRACKET);
+    if (cursor.peek() === CLOSE_BRACKET) return;
+    for (;;) {
+      yield cursor.value();
+      if (cursor.take(COMMA, CLOSE_BRACKET) === CLOSE_BRACKET) return;
+    }
+  }
+}
+
+/** A path through objects and arrays: keys, and `*` for any element of an array. */
+type PathPattern = readonly string[];
+
+function matches(pattern: PathPattern, path: readonly string[], prefixOnly: boolean): boolean {
+  if (prefixOnly ? path.length > pattern.length : path.length !== pattern.length) return false;
+  return path.every((key, index) => pattern[index] === '*' ? key === '*' : pattern[index] === key);
+}
+
+/** A JSON file open for reading; close it when done. */
+export class JsonFile {
+  readonly #name: string;
+  readonly #fd: number;
+  readonly #identity: string;
+  readonly #windowBytes: number;
+
+  private constructor(name: string, fd: number, windowBytes: number) {
+    this.#name = name;
+    this.#fd = fd;
+    this.#windowBytes = windowBytes;
+    this.#identity = this.#stat();
+  }
+
+  /** Opens a file; `windowBytes` is the initial read buffer (it grows to hold the largest value parsed whole). */
+  static open(name: string, options: { windowBytes?: number } = {}): JsonFile {
+    return new JsonFile(name, openSync(name, 'r'), Math.max(16, options.windowBytes ?? WINDOW_BYTES));
+  }
+
+  #stat(): string {
+    const stat = fstatSync(this.#fd, { bigint: true });
+    return `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  }
+
+  /** Throws JsonFileChanged if the file was written since it was opened. */
+  assertUnchanged(): void {
+    if (this.#stat() !== this.#identity) throw new JsonFileChanged(this.#name);
+  }
+
+  cursorAt(offset: number): Cursor {
+    return new Cursor(this.#fd, offset, this.#windowBytes);
+  }
+
+  /**
+   * Parses the file, leaving the arrays at the `lazy` paths in it as
+   * LazyJsonArray (a value of another type there is parsed as usual).
+   * Objects on the way are built with own properties, as JSON.parse does
+   * (a `__proto__` key stays a plain key). A UTF-8 byte order mark is skipped.
+   */
+  parse(lazy: readonly PathPattern[]): unknown {
+    const bom = Buffer.alloc(3);
+    const top = this.cursorAt(readSync(this.#fd, bom, 0, 3, 0) === 3 && bom.equals(UTF8_BOM) ? 3 : 0);
+    const read = (path: string[]): unknown => {
+      const next = top.peek();
+      if (next === OPEN_BRACKET && lazy.some((pattern) => matches(pattern, path, false))) return new LazyJsonArray(this, top.skip());
+      if (!lazy.some((pattern) => matches(pattern, path, true))) return top.value();
+      if (next === OPEN_BRACE) {
+        const object: Record<string, unknown> = {};
+        top.take(OPEN_BRACE);
+        if (top.peek() === CLOSE_BRACE) {
+          top.take(CLOSE_BRACE);
+          return object;
+        }
+        for (;;) {
+          if (top.peek() !== QUOTE) throw new JsonSyntaxError(`expected a key, got ${shown(top.peek())}`, top.offset);
+          const key = top.value() as string;
+          top.take(COLON);
+          Object.defineProperty(object, key, { value: read([...path, key]), enumerable: true, writable: true, configurable: true });
+          if (top.take(COMMA, CLOSE_BRACE) === CLOSE_BRACE) return object;
+        }
+      }
+      if (next === OPEN_BRACKET) {
+        const array: unknown[] = [];
+        top.take(OPEN_BRACKET);
+        if (top.peek() === CLOSE_BRACKET) {
+          top.take(CLOSE_BRACKET);
+          return array;
+        }
+        for (;;) {
+          array.push(read([...path, '*']));
+          if (top.take(COMMA, CLOSE_BRACKET) === CLOSE_BRACKET) return array;
+        }
+      }
+      return top.value();
+    };
+    const value = read([]);
+    if (top.peek() !== EOF) throw new JsonSyntaxError(`unexpected ${shown(top.peek())} after the value`, top.offset);
+    return value;
+  }
+
+  close(): void {
+    closeSync(this.#fd);
+  }
+}

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { JsonFile, JsonFileChanged, JsonSyntaxError, LazyJsonArray } from '../../src/services/json-file.ts';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'signroom-json-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+function fileWith(text: string | Buffer): string {
+  const name = path.join(dir, `f${files++}.json`);
+  writeFileSync(name, text);
+  return name;
+}
+
+const STREAMED = [['organizations', '*', 'users'], ['organizations', '*', 'rooms']];
+
+/** The parsed value with every lazy array read out, to compare with JSON.parse. */
+function materialize(value: unknown): unknown {
+  if (value instanceof LazyJsonArray) return [...value].map(materialize);
+  if (Array.isArray(value)) return value.map(materialize);
+  if (typeof value === 'object' && value !== null) {
+    const copy: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) Object.defineProperty(copy, key, { value: materialize(inner), enumerable: true });
+    return copy;
+  }
+  return value;
+}
+
+/** Parses with windows small enough that values straddle many reads. */
+function parseEach(text: string, windows = [16, 64, 1 << 20]): unknown[] {
+  return windows.map((windowBytes) => {
+    const file = JsonFile.open(fileWith(text), { windowBytes });
+    try {
+      return materialize(file.parse(STREAMED));
+    } finally {
+      file.close();
+    }
+  });
+}
+
+const jsonText = fc.oneof(
+  fc.json({ depthSize: 'small' }),
+  fc
+    .record({
+      organizations: fc.array(
+        fc.record({ id: fc.string(), users: fc.array(fc.jsonValue({ maxDepth: 2 })), rooms: fc.jsonValue({ maxDepth: 2 }), name: fc.jsonValue({ maxDepth: 1 }) }),
+        { maxLength: 3 },
+      ),
+      credentials: fc.jsonValue({ maxDepth: 2 }),
+    })
+    .chain((doc) => fc.constantFrom(JSON.stringify(doc), JSON.stringify(doc, null, 3), JSON.stringify(doc, null, '\t').replaceAll('\n', '\r\n'))),
+);
+
+describe('JsonFile', () => {
+  it('gives what JSON.parse gives, with the streamed arrays read element by element', () => {
+    fc.assert(
+      fc.property(jsonText, (text) => {
+        for (const parsed of parseEach(text)) assert.deepEqual(parsed, JSON.parse(text));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reads strings with escaped quotes and backslashes and multi-byte characters across reads', () => {
+    const doc = { organizations: [{ id: 'a"b\\', users: [{ name: 'Müller "\\" 😀', email: '\\' }, 'x\\\\"y'], rooms: [] }], credentials: [] };
+    for (const parsed of parseEach(JSON.stringify(doc), [16, 17, 18, 19, 20])) assert.deepEqual(parsed, doc);
+  });
+
+  it('keeps a __proto__ key a plain key, as JSON.parse does', () => {
+    const text = '{"__proto__": {"polluted": true}, "organizations": [{"__proto__": 1, "users": []}]}';
+    const [parsed] = parseEach(text, [1 << 20]) as [Record<string, unknown>];
+    assert.deepEqual(parsed, JSON.parse(text));
+    assert.equal(Object.getPrototypeOf(parsed), Object.prototype);
+    assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+  });
+
+  it('skips a UTF-8 byte order mark', () => {
+    const file = JsonFile.open(fileWith(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a": [1]}')])));
+    assert.deepEqual(materialize(file.parse(STREAMED)), { a: [1] });
+    file.close();
+  });
+
+  it('reads a streamed array again on each iteration', () => {
+    const file = JsonFile.open(fileWith('{"organizations": [{"users": [1, {"a": 2}, "3"]}]}'), { windowBytes: 16 });
+    const users = (file.parse(STREAMED) as { organizations: { users: LazyJsonArray }[] }).organizations[0]!.users;
+    assert.ok(users instanceof LazyJsonArray);
+    assert.deepEqual([...users], [1, { a: 2 }, '3']);
+    assert.deepEqual([...users], [1, { a: 2 }, '3']);
+    file.close();
+  });
+
+  const invalid = [
+    '',
+    '{',
+    '{"organizations": [',
+    '{"organizations": [{"users": [1, 2}]}',
+    '{"organizations": [{"users": [1 2]}]}',
+    '{"organizations": [{"users": [1,]}]}',
+    '{"organizations": [{"users": [{"a": tru}]}]}',
+    '{"organizations": [{"users": ["unterminated]}]}',
+    '{"organizations": [{"users": []}]} trailing',
+    '{"a": 1,}',
+    '{a: 1}',
+    '[1, 2',
+    '{"organizations": [{"users": [{"a": "\u0001"}]}]}',
+  ];
+  for (const text of invalid) {
+    it(`refuses invalid JSON like JSON.parse: ${JSON.stringify(text)}`, () => {
+      assert.throws(() => JSON.parse(text));
+      for (const windowBytes of [16, 1 << 20]) {
+        const file = JsonFile.open(fileWith(text), { windowBytes });
+        assert.throws(() => materialize(file.parse(STREAMED)), JsonSyntaxError);
+        file.close();
+      }
+    });
+  }
+
+  it('notices that the file was written since it was opened', () => {
+    const name = fileWith('{"organizations": []}');
+    const file = JsonFile.open(name);
+    file.assertUnchanged();
+    appendFileSync(name, ' ');
+    assert.throws(() => file.assertUnchanged(), JsonFileChanged);
+    file.close();
+  });
+});

@@ -3,8 +3,9 @@ import type { Kysely } from 'kysely';
 import type { LoginPolicy } from '../config.ts';
 import type { Database } from '../db/tables.ts';
 import { parseBasicAuthorization } from '../domain/basic-auth.ts';
-import { findLoginState, type CredentialScope } from '../repositories/credential-repository.ts';
+import { findLoginState, type CredentialScope, type LoginState } from '../repositories/credential-repository.ts';
 import { clearLoginFailures, purgeLoginFailures, recordLoginFailure } from '../repositories/login-failure-repository.ts';
+import { ChangeScopedCache, type ChangeToken } from '../services/change-scoped-cache.ts';
 import { LruCache } from '../services/lru-cache.ts';
 import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
 import { DECOY_HASH, verifyPassword } from './password-hash.ts';
@@ -30,12 +31,17 @@ const MAX_PASSWORD_LENGTH = 1024;
 /** Every this many recorded failures, expired failure records are deleted. */
 const PURGE_EVERY_FAILURES = 100;
 
+/** Usernames whose credential and failed logins are kept between requests (while the database is unchanged). */
+const LOGIN_STATE_ENTRIES = 10_000;
+
 /**
  * Checks Basic credentials against the credential table. The credential row is
- * read on every request, so revoking or changing it takes effect at once; only
- * the slow hash is skipped for a password verified against that same row
- * within the last few seconds. Cache keys are HMACs under a per-process secret,
- * so the cache never holds a password or a fast hash of one.
+ * read on every request unless the database says no other connection has
+ * committed since it was read (SQLite's data_version; PostgreSQL reads it every
+ * time), so revoking or changing it takes effect at once; only the slow hash
+ * is skipped for a password verified against that same row within the last
+ * few seconds. Cache keys are HMACs under a per-process secret, so the cache
+ * never holds a password or a fast hash of one.
  */
 export class Authenticator {
   readonly #db: Kysely<Database>;
@@ -48,12 +54,15 @@ export class Authenticator {
   // cached lookup, in process, 0.46 ms with raw bytes, 0.34 ms with the key object).
   readonly #cacheSecret = createSecretKey(randomBytes(32));
   #failuresSincePurge = 0;
+  /** Login states read while the database was unchanged; this process's own writes forget theirs. */
+  readonly #loginStates: ChangeScopedCache<string, LoginState>;
 
-  constructor(db: Kysely<Database>, policy: LoginPolicy, now: () => number = Date.now) {
+  constructor(db: Kysely<Database>, policy: LoginPolicy, options: { now?: () => number; changeToken?: ChangeToken } = {}) {
     this.#db = db;
     this.#policy = policy;
-    this.#now = now;
-    this.#throttle = new LoginThrottle(policy, now);
+    this.#now = options.now ?? Date.now;
+    this.#loginStates = new ChangeScopedCache(options.changeToken ?? (() => undefined), LOGIN_STATE_ENTRIES);
+    this.#throttle = new LoginThrottle(policy, this.#now);
   }
 
   /** Authenticates the value of an Authorization header. */
@@ -70,7 +79,7 @@ export class Authenticator {
 
     // One read per request: the credential (so a revoked or changed one stops
     // working at once) and the username's failed logins, shared by every process.
-    const { credential: row, failures } = await findLoginState(this.#db, username);
+    const { credential: row, failures } = await this.#loginState(username);
     const verdict = this.#throttle.check(username, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
 
@@ -101,10 +110,12 @@ export class Authenticator {
     if (!valid || row === undefined) {
       if (!owner) return { kind: 'rejected', delayMs: failureDelayMs(this.#throttle.current(failures)?.failures ?? 0) };
       try {
+        this.#loginStates.delete(username);
         const recorded = await recordLoginFailure(this.#db, username, this.#now(), {
           windowMs: this.#policy.lockSeconds * 1000,
           maxFailures: this.#policy.maxFailures,
         });
+        this.#loginStates.delete(username);
         await this.#purgeNowAndThen();
         return { kind: 'rejected', delayMs: failureDelayMs(recorded.failures) };
       } finally {
@@ -114,7 +125,11 @@ export class Authenticator {
 
     if (owner) {
       try {
-        if (failures !== undefined) await clearLoginFailures(this.#db, username);
+        if (failures !== undefined) {
+          this.#loginStates.delete(username);
+          await clearLoginFailures(this.#db, username);
+          this.#loginStates.delete(username);
+        }
       } finally {
         this.#throttle.end(username);
       }
@@ -133,6 +148,16 @@ export class Authenticator {
     if (this.#failuresSincePurge < PURGE_EVERY_FAILURES) return;
     this.#failuresSincePurge = 0;
     await purgeLoginFailures(this.#db, this.#now() - this.#policy.lockSeconds * 1000);
+    this.#loginStates.clear();
+  }
+
+  async #loginState(username: string): Promise<LoginState> {
+    const cached = this.#loginStates.get(username);
+    if (cached !== undefined) return cached;
+    const readAt = this.#loginStates.token();
+    const state = await findLoginState(this.#db, username);
+    this.#loginStates.set(username, state, readAt);
+    return state;
   }
 }
 

@@ -19,6 +19,11 @@ export interface DatabaseHandle {
   readonly dialect: DialectName;
   /** Human description for logs (never includes a password). */
   readonly description: string;
+  /**
+   * Moves whenever another connection commits (SQLite); undefined where that
+   * cannot be told without a query (PostgreSQL). See ChangeScopedCache.
+   */
+  changeToken(): number | undefined;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -47,7 +52,10 @@ function openSqlite(dataDir: string): DatabaseHandle {
     PRAGMA mmap_size = 268435456;
   `);
   const database = new NodeSqliteDatabase(native);
-  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`);
+  // Changes when any other connection (another process: the CLI) commits; a few microseconds.
+  const dataVersion = native.prepare('PRAGMA data_version');
+  const changeToken = () => (native.isOpen ? Number((dataVersion.get() as { data_version: number }).data_version) : undefined);
+  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changeToken);
 }
 
 /** How long to wait for a PostgreSQL connection before the request fails with 503. */
@@ -68,14 +76,15 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
   // the pool no longer listens to then; the query in flight fails on its own (a
   // 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => client.on('error', () => undefined));
-  return handle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres', describePostgresUrl(url));
+  return handle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres', describePostgresUrl(url), () => undefined);
 }
 
-function handle(db: Kysely<Database>, dialect: DialectName, description: string): DatabaseHandle {
+function handle(db: Kysely<Database>, dialect: DialectName, description: string, changeToken: () => number | undefined): DatabaseHandle {
   return {
     db,
     dialect,
     description,
+    changeToken,
     async ping() {
       await sql`select 1`.execute(db);
     },

@@ -11,14 +11,16 @@ export interface CredentialRow {
   scope: CredentialScope;
 }
 
+export interface LoginState {
+  credential: CredentialRow | undefined;
+  failures: FailureRecord | undefined;
+}
+
 /**
  * What authenticating a username needs, in one round trip: its credential (if
  * any) and its failed logins (if any; kept for unknown usernames too).
  */
-export async function findLoginState(
-  db: Kysely<Database>,
-  username: string,
-): Promise<{ credential: CredentialRow | undefined; failures: FailureRecord | undefined }> {
+export async function findLoginState(db: Kysely<Database>, username: string): Promise<LoginState> {
   const { rows } = await sql<{
     username: string | null;
     password_hash: string | null;

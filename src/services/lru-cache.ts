@@ -43,6 +43,11 @@ export class LruCache<K, V> {
     this.#weight -= entry.weight;
   }
 
+  clear(): void {
+    this.#entries.clear();
+    this.#weight = 0;
+  }
+
   get size(): number {
     return this.#entries.size;
   }

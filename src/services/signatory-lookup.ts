@@ -21,6 +21,7 @@ import {
   type PagePlan,
   type SignatoryRow,
 } from '../repositories/signatory-repository.ts';
+import { ChangeScopedCache, type ChangeToken } from './change-scoped-cache.ts';
 import { LruCache } from './lru-cache.ts';
 
 /** The validated query of a lookup request. */
@@ -48,6 +49,8 @@ export interface Signatory {
 const COUNT_CACHE_ENTRIES = 10_000;
 /** Characters of page JSON kept for repeated lookups (at most 64 MiB in one-byte strings). */
 const PAGE_CACHE_CHARS = 64 * 1024 * 1024;
+/** Organization and room pairs whose scope is kept between requests. */
+const SCOPE_CACHE_ENTRIES = 10_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
 const SORT_MATCHES_UP_TO = 50_000;
 
@@ -63,10 +66,13 @@ export class SignatoryLookup {
   readonly #counts = new LruCache<string, number>(COUNT_CACHE_ENTRIES);
   /** Whole answers, serialized: a page's JSON depends only on its cache key (the total is the count under the same version). */
   readonly #pages = new LruCache<string, string>(PAGE_CACHE_CHARS, (json) => json.length);
+  /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
+  readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
-  constructor(db: Kysely<Database>, maxPageSize: number) {
+  constructor(db: Kysely<Database>, maxPageSize: number, changeToken: ChangeToken = () => undefined) {
     this.#db = db;
     this.#maxPageSize = maxPageSize;
+    this.#scopes = new ChangeScopedCache(changeToken, SCOPE_CACHE_ENTRIES);
   }
 
   /** One page of the room's signatories, as JSON; 404 problems for an unknown organization or room. */
@@ -75,7 +81,7 @@ export class SignatoryLookup {
     const sort = { by: request.sortBy, direction: request.sortDirection };
     // A repeated lookup is answered from the caches after one query for the
     // current directory version; what is cached under a version is consistent.
-    const scope = await this.#scope(this.#db, orgId, roomId);
+    const scope = await this.#scope(this.#db, orgId, roomId, { cached: true });
     const cached = this.#pages.get(lookupKeys(scope, request, pageRequest, sort).page);
     if (cached !== undefined) return cached;
     // Otherwise one snapshot for the whole answer: an import committing meanwhile
@@ -98,9 +104,20 @@ export class SignatoryLookup {
       });
   }
 
-  /** The organization (with its directory version) and room, or the 404 problem. */
-  async #scope(db: Kysely<Database>, orgId: string, roomId: string): Promise<OrganizationRow & { roomId: string }> {
-    const scope = await findLookupScope(db, orgId, roomId);
+  /**
+   * The organization (with its directory version) and room, or the 404 problem;
+   * `cached`: as kept from an earlier request if the database is unchanged since
+   * (never inside the snapshot, which must read its own).
+   */
+  async #scope(db: Kysely<Database>, orgId: string, roomId: string, options = { cached: false }): Promise<OrganizationRow & { roomId: string }> {
+    const key = `${orgId}\0${roomId}`;
+    let kept = options.cached ? this.#scopes.get(key) : undefined;
+    if (kept === undefined) {
+      const readAt = this.#scopes.token();
+      kept = { found: await findLookupScope(db, orgId, roomId) };
+      if (options.cached) this.#scopes.set(key, kept, readAt);
+    }
+    const scope = kept.found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId };

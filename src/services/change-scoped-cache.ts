@@ -1,0 +1,59 @@
+import { LruCache } from './lru-cache.ts';
+
+/**
+ * Says whether the database may have changed: a number that moves whenever
+ * another connection commits (SQLite's `PRAGMA data_version`), or undefined
+ * when the database cannot tell cheaply (PostgreSQL), so nothing is kept.
+ */
+export type ChangeToken = () => number | undefined;
+
+/**
+ * An LRU cache of database reads that empties itself whenever the change token
+ * moves: an answer from it is what a read would give now, except for writes
+ * made through this process's own connection, which the writer must forget
+ * itself (delete or clear). Without a token it holds nothing.
+ */
+export class ChangeScopedCache<K, V> {
+  readonly #entries: LruCache<K, V>;
+  readonly #changeToken: ChangeToken;
+  #databaseToken: number | undefined;
+  /** Moves with the database's token and with every delete or clear: a read begun before either is not kept. */
+  #generation = 0;
+
+  constructor(changeToken: ChangeToken, capacity: number) {
+    this.#changeToken = changeToken;
+    this.#entries = new LruCache<K, V>(capacity);
+  }
+
+  /** Where the cache stands: take it before a read, and give it to set() after. */
+  token(): number | undefined {
+    const databaseToken = this.#changeToken();
+    if (databaseToken === undefined) return undefined;
+    if (databaseToken !== this.#databaseToken) {
+      this.#entries.clear();
+      this.#databaseToken = databaseToken;
+      this.#generation += 1;
+    }
+    return this.#generation;
+  }
+
+  get(key: K): V | undefined {
+    return this.token() === undefined ? undefined : this.#entries.get(key);
+  }
+
+  /** Keeps a value read after token() gave `readAt`, unless the database changed or anything was forgotten since. */
+  set(key: K, value: V, readAt: number | undefined): void {
+    if (readAt !== undefined && this.token() === readAt) this.#entries.set(key, value);
+  }
+
+  /** Forgets a key after (and before) this process writes what it was read from. */
+  delete(key: K): void {
+    this.#entries.delete(key);
+    this.#generation += 1;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#generation += 1;
+  }
+}

@@ -151,6 +151,17 @@ try {
     await response.text();
     shortSeen.push(performance.now() - started);
   }
+  // Deep pages, uncached: how the time of one page grows with its offset (no query, large room, by email).
+  const deepPages: { page: number; ms: number }[] = [];
+  const lastPage = Math.max(0, Math.ceil(users / 20) - 1);
+  for (const page of [0, 10, 100, 1_000, 10_000, Math.floor(lastPage / 2), lastPage].filter((p, i, all) => p <= lastPage && all.indexOf(p) === i)) {
+    const url = `${base}/large/signatories/lookup?size=20&sortBy=email&page=${page}`;
+    started = performance.now();
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    await response.text();
+    if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
+    deepPages.push({ page, ms: performance.now() - started });
+  }
   const responsesFile = path.join(dataDir, 'responses.json');
   writeFileSync(responsesFile, JSON.stringify(recorded));
   baseline = spawn(node, [path.join(root, 'bench/replay-server.ts'), responsesFile, String(baselinePort)], { stdio: 'ignore' });
@@ -178,6 +189,7 @@ try {
   console.log(`\nLookup benchmark: ${users} users, ${connections} connections, ${seconds} s per run, Node ${process.version}`);
   console.log(`database: ${values.dialect}; import of the directory file: ${importSeconds.toFixed(1)} s; server RSS after the load: ${rssMiB.toFixed(0)} MiB`);
   console.log(`first-seen (uncached count) lookups: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms; 1–2 character terms: ${shortSeen.map((ms) => ms.toFixed(1)).join(', ')} ms\n`);
+  console.log(`deep pages of 20 (uncached, sorted by email): ${deepPages.map((d) => `page ${d.page}: ${d.ms.toFixed(1)} ms`).join(', ')}\n`);
   console.log('| server and load | req/s | p50 ms | p90 ms | p99 ms | errors | throughput |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const line of rows) console.log(line);

@@ -55,11 +55,21 @@ async function runImport(config: Config, result: ValidationResult | OpenDirector
     return 0;
   } catch (error) {
     if (error instanceof ImportRejected) return reportProblems(error.problems);
-    if (isChangedFileError(error)) {
+    // A file changed under the second pass can also end in a database error (a duplicate the first pass never saw).
+    if (isChangedFileError(error) || ('assertUnchanged' in result && hasChanged(result))) {
       console.error('signroom: the import file changed while it was being imported (it is read twice); nothing was changed.');
       return 1;
     }
     throw error;
+  }
+}
+
+function hasChanged(file: OpenDirectoryFile): boolean {
+  try {
+    file.assertUnchanged();
+    return false;
+  } catch {
+    return true;
   }
 }
 
@@ -189,8 +199,10 @@ async function main(argv: string[]): Promise<number> {
       try {
         directory = openDirectoryFile(file);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === undefined) throw error;
-        console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`);
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === undefined) throw error;
+        const reason = code === 'ENOTREGULAR' ? 'not a regular file (the import reads it twice: save it to a file first)' : code;
+        console.error(`cannot read ${file}: ${reason}`);
         return 1;
       }
       try {

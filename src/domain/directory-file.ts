@@ -110,6 +110,7 @@ function isObject(value: unknown): value is Json {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (isJsonArray(value)) return 'an array';
+  if (typeof value === 'number') return `number ${String(value)}`;
   return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
 }
 
@@ -132,11 +133,16 @@ function idAt(parent: Json, path: string, what: string, problems: Collector): st
   return value;
 }
 
-function stringAt(parent: Json, key: string, path: string, max: number, problems: Collector, required: boolean): string | undefined {
+/** A required or optional non-empty string; control characters are refused unless `controls` allows them (passwords). */
+function stringAt(parent: Json, key: string, path: string, max: number, problems: Collector, required: boolean, controls = false): string | undefined {
   const value = parent[key];
   if (value === undefined && !required) return undefined;
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     problems.add(`${path}.${key}`, `must be a non-empty string of at most ${max} characters, got ${describe(value)}`);
+    return undefined;
+  }
+  if (controls ? !value.isWellFormed() : unprintable(value)) {
+    problems.add(`${path}.${key}`, controls ? 'must not contain unpaired surrogates' : 'must not contain control characters or unpaired surrogates');
     return undefined;
   }
   return value;
@@ -320,7 +326,7 @@ function validateCredential(raw: unknown, path: string, problems: Collector): Cr
     problems.add(`${path}.username`, 'must not contain ":" or control characters (HTTP Basic cannot carry them)');
     username = undefined;
   }
-  const password = stringAt(raw, 'password', path, MAX_PASSWORD_LENGTH, problems, true);
+  const password = stringAt(raw, 'password', path, MAX_PASSWORD_LENGTH, problems, true, true);
   const scope = raw['organizations'];
   let organizations: '*' | string[] | undefined;
   if (scope === '*') {

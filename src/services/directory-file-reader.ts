@@ -1,10 +1,10 @@
 import { DirectoryFileChanged, validateDirectoryFile, type ValidationResult } from '../domain/directory-file.ts';
-import { JsonFile, JsonFileChanged, JsonSyntaxError } from './json-file.ts';
+import { ELEMENT, JsonFile, JsonFileChanged, JsonSyntaxError, type PathPattern } from './json-file.ts';
 
 /** The arrays of an import file read element by element, never held whole: each organization's users and rooms. */
-const STREAMED = [
-  ['organizations', '*', 'users'],
-  ['organizations', '*', 'rooms'],
+const STREAMED: PathPattern[] = [
+  ['organizations', ELEMENT, 'users'],
+  ['organizations', ELEMENT, 'rooms'],
 ];
 
 /** A validated import file, still open: the import reads its users and rooms again. Close it when done. */

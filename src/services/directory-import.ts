@@ -130,7 +130,8 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   if (writing(run)) await upsertOrganizationRow(trx, organization);
   run.counts.organizations += 1;
 
-  if (organization.userCount > 0) {
+  // Checking only, a first import's users have nothing to be checked against.
+  if (organization.userCount > 0 && (writing(run) || !firstUsers)) {
     if (writing(run) && isBulkLoad(organization.userCount, await countAllUsers(trx))) {
       await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers));
     } else {

@@ -140,7 +140,11 @@ class Cursor {
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw new JsonSyntaxError((error as Error).message, this.#base + this.#mark);
+      // JSON.parse counts from the start of this value: say where in the file instead.
+      const message = (error as Error).message;
+      const position = /at position (\d+)/.exec(message);
+      const within = position === null ? 0 : Buffer.byteLength(text.slice(0, Number(position[1])));
+      throw new JsonSyntaxError(message.replace(/,? (?:in JSON )?at position \d+.*$/s, ''), this.#base + this.#mark + within);
     }
   }
 
@@ -237,12 +241,30 @@ export class LazyJsonArray implements Iterable<unknown> {
   }
 }
 
-/** A path through objects and arrays: keys, and `*` for any element of an array. */
-type PathPattern = readonly string[];
+/** In a path, any element of an array (a symbol: any string may be an object's key). */
+export const ELEMENT: unique symbol = Symbol('element');
 
-function matches(pattern: PathPattern, path: readonly string[], prefixOnly: boolean): boolean {
+/** A path through objects and arrays: keys, and ELEMENT for an array's elements. */
+export type PathPattern = readonly (string | typeof ELEMENT)[];
+
+function matches(pattern: PathPattern, path: PathPattern, prefixOnly: boolean): boolean {
   if (prefixOnly ? path.length > pattern.length : path.length !== pattern.length) return false;
-  return path.every((key, index) => pattern[index] === '*' ? key === '*' : pattern[index] === key);
+  return path.every((key, index) => pattern[index] === key);
+}
+
+/**
+ * Reads every array left in the file within a value, so that a value replaced
+ * by a later duplicate key (JSON.parse keeps the last) is still checked to be
+ * valid JSON.
+ */
+function checkSyntax(value: unknown): void {
+  if (value instanceof LazyJsonArray) {
+    for (const element of value) checkSyntax(element);
+  } else if (Array.isArray(value)) {
+    for (const element of value) checkSyntax(element);
+  } else if (typeof value === 'object' && value !== null) {
+    for (const inner of Object.values(value)) checkSyntax(inner);
+  }
 }
 
 /** A JSON file open for reading; close it when done. */
@@ -261,7 +283,12 @@ export class JsonFile {
 
   /** Opens a file; `windowBytes` is the initial read buffer (it grows to hold the largest value parsed whole). */
   static open(name: string, options: { windowBytes?: number } = {}): JsonFile {
-    return new JsonFile(name, openSync(name, 'r'), Math.max(16, options.windowBytes ?? WINDOW_BYTES));
+    const fd = openSync(name, 'r');
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      throw Object.assign(new Error(`${name} is not a regular file`), { code: 'ENOTREGULAR' });
+    }
+    return new JsonFile(name, fd, Math.max(16, options.windowBytes ?? WINDOW_BYTES));
   }
 
   #stat(): string {
@@ -287,7 +314,7 @@ export class JsonFile {
   parse(lazy: readonly PathPattern[]): unknown {
     const bom = Buffer.alloc(3);
     const top = this.cursorAt(readSync(this.#fd, bom, 0, 3, 0) === 3 && bom.equals(UTF8_BOM) ? 3 : 0);
-    const read = (path: string[]): unknown => {
+    const read = (path: PathPattern): unknown => {
       const next = top.peek();
       if (next === OPEN_BRACKET && lazy.some((pattern) => matches(pattern, path, false))) return new LazyJsonArray(this, top.skip());
       if (!lazy.some((pattern) => matches(pattern, path, true))) return top.value();
@@ -302,7 +329,9 @@ export class JsonFile {
           if (top.peek() !== QUOTE) throw new JsonSyntaxError(`expected a key, got ${shown(top.peek())}`, top.offset);
           const key = top.value() as string;
           top.take(COLON);
-          Object.defineProperty(object, key, { value: read([...path, key]), enumerable: true, writable: true, configurable: true });
+          const value = read([...path, key]);
+          if (Object.hasOwn(object, key)) checkSyntax(object[key]);
+          Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
           if (top.take(COMMA, CLOSE_BRACE) === CLOSE_BRACE) return object;
         }
       }
@@ -314,7 +343,7 @@ export class JsonFile {
           return array;
         }
         for (;;) {
-          array.push(read([...path, '*']));
+          array.push(read([...path, ELEMENT]));
           if (top.take(COMMA, CLOSE_BRACKET) === CLOSE_BRACKET) return array;
         }
       }

@@ -94,6 +94,34 @@ describe('bin/signroom import', () => {
       ],
     ],
     [
+      'text that cannot be stored faithfully: unpaired surrogates, control characters, infinite numbers',
+      // JSON.stringify writes lone surrogates as \\u escapes; 1e999 (Infinity to JSON.parse) is put in by hand.
+      JSON.stringify({
+        organizations: [
+          {
+            id: 'acme',
+            name: 'Acme \ud800',
+            users: [{ id: 'u1', email: 'anna@acme.example', external: 'INFINITY' }],
+            rooms: [{ id: 'r', name: 'R\udc00' }, { id: 's', name: 'Tab\there' }],
+          },
+        ],
+        credentials: [{ username: 'ad\ud800min', password: 'pass\udfffword', organizations: '*' }],
+      }).replace('"INFINITY"', '1e999'),
+      [
+        /^\$\.organizations\[0\]\.name: must not contain control characters or unpaired surrogates$/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.external: must be true or false, got number Infinity$/m,
+        /^\$\.organizations\[0\]\.rooms\[0\]\.name: must not contain control characters or unpaired surrogates$/m,
+        /^\$\.organizations\[0\]\.rooms\[1\]\.name: must not contain control characters/m,
+        /^\$\.credentials\[0\]\.username: must not contain control characters or unpaired surrogates$/m,
+        /^\$\.credentials\[0\]\.password: must not contain unpaired surrogates$/m,
+      ],
+    ],
+    [
+      'invalid JSON hidden behind a duplicate key',
+      '{"organizations": [{"id": "acme", "users": [nonsense], "users": []}]}',
+      [/^\$: not valid JSON: .* at byte 44$/m],
+    ],
+    [
       'problems in the file and against the database at once',
       {
         organizations: [
@@ -232,5 +260,8 @@ describe('bin/signroom import', () => {
     assert.equal(result.code, 1);
     assert.match(result.stderr, /cannot read .*missing\.json: ENOENT/);
     assert.ok(readFileSync(path.join(dataDir, 'directory.json')).length > 0);
+    const notAFile = await runCli(['import', dataDir], env());
+    assert.equal(notAFile.code, 1);
+    assert.match(notAFile.stderr, /cannot read .*: not a regular file \(the import reads it twice/);
   });
 });

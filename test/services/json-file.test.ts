@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { JsonFile, JsonFileChanged, JsonSyntaxError, LazyJsonArray } from '../../src/services/json-file.ts';
+import { ELEMENT, JsonFile, JsonFileChanged, JsonSyntaxError, LazyJsonArray, type PathPattern } from '../../src/services/json-file.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'signroom-json-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -15,7 +15,7 @@ function fileWith(text: string | Buffer): string {
   return name;
 }
 
-const STREAMED = [['organizations', '*', 'users'], ['organizations', '*', 'rooms']];
+const STREAMED: PathPattern[] = [['organizations', ELEMENT, 'users'], ['organizations', ELEMENT, 'rooms']];
 
 /** The parsed value with every lazy array read out, to compare with JSON.parse. */
 function materialize(value: unknown): unknown {
@@ -106,6 +106,12 @@ describe('JsonFile', () => {
     '{a: 1}',
     '[1, 2',
     '{"organizations": [{"users": [{"a": "\u0001"}]}]}',
+    // A later duplicate key replaces an array left in the file: it must still be valid JSON.
+    '{"organizations": [{"id": "acme", "users": [nonsense], "users": []}]}',
+    '{"organizations": [{"rooms": [1, "\\x"], "rooms": []}]}',
+    '{"organizations": [{"users": [{"id": "x",}]}], "organizations": []}',
+    // A key that reads like a path pattern is only a key.
+    '{"organizations": {"*": {"users": [garbage]}}}',
   ];
   for (const text of invalid) {
     it(`refuses invalid JSON like JSON.parse: ${JSON.stringify(text)}`, () => {
@@ -117,6 +123,29 @@ describe('JsonFile', () => {
       }
     });
   }
+
+  it('says at which byte of the file JSON.parse stopped, not where in the element', () => {
+    const prefix = '{"organizations": [{"users": [1, {"ü": 1},\n';
+    const file = JsonFile.open(fileWith(`${prefix}{"ü": 1, "a" 1}]}]}`), { windowBytes: 16 });
+    const error = (() => {
+      try {
+        materialize(file.parse(STREAMED));
+      } catch (caught) {
+        return caught as JsonSyntaxError;
+      }
+      return undefined;
+    })();
+    file.close();
+    assert.ok(error instanceof JsonSyntaxError);
+    // The byte of "1" after "a": the prefix, then `{"ü": 1, "a" ` (ü is two bytes).
+    assert.equal(error.offset, Buffer.byteLength(prefix) + Buffer.byteLength('{"ü": 1, "a" '));
+    assert.doesNotMatch(error.message, /position|line/);
+  });
+
+  it('refuses what is not a regular file (it is read twice)', () => {
+    assert.throws(() => JsonFile.open('/dev/null'), { code: 'ENOTREGULAR' });
+    assert.throws(() => JsonFile.open(dir), { code: 'ENOTREGULAR' });
+  });
 
   it('notices that the file was written since it was opened', () => {
     const name = fileWith('{"organizations": []}');

@@ -1,30 +1,58 @@
 /**
  * Upload benchmark, measured in one run on this machine:
- *   npm run bench:upload -- [--runs 15] [--seconds 8]
+ *   npm run bench:upload -- [--runs 15] [--seconds 8] [--dialect sqlite|postgres]
  *
  * 1. Time to 201 for typical 1–3 page PDFs, against poppler's pdftoppm
  *    rendering page 1 of the same file to the same width (the baseline).
  * 2. Lookup latency unloaded, and while 4 uploads of a slow-to-render PDF run.
- * 3. Peak RSS growth of the server for a 25 MiB upload.
+ * 3. Peak RSS growth of the server for a 25 MiB upload, and for reading it back
+ *    (`GET …/content`) from a freshly started server, so that what the upload
+ *    left for the garbage collector does not hide or inflate the read's figure.
+ *
+ * PostgreSQL: a fresh database on the server SIGNROOM_BENCH_POSTGRES_URL names
+ * (default postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { sampleOrganization } from '../src/demo/sample-directory.ts';
 import { makePdf } from '../test/helpers/pdf.ts';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, seconds: { type: 'string', default: '8' } } });
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '15' }, seconds: { type: 'string', default: '8' }, dialect: { type: 'string', default: 'sqlite' } },
+});
+if (values.dialect !== 'sqlite' && values.dialect !== 'postgres') throw new Error('--dialect is sqlite or postgres');
 const runs = Number(values.runs);
 const seconds = Number(values.seconds);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const corpus = path.join(root, '../shared/pdf-corpus');
 const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-upload-bench-'));
-const env = { ...process.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const postgresAdminUrl = process.env['SIGNROOM_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const benchDatabase = `signroom_bench_${process.pid}`;
+async function postgresAdmin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: postgresAdminUrl });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+const databaseEnv: Record<string, string> = {};
+if (values.dialect === 'postgres') {
+  await postgresAdmin(`CREATE DATABASE ${benchDatabase}`);
+  const url = new URL(postgresAdminUrl);
+  url.pathname = `/${benchDatabase}`;
+  databaseEnv['DATABASE_URL'] = url.toString();
+}
+const env = { ...process.env, ...databaseEnv, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
 const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`${message}\n`);
@@ -38,13 +66,21 @@ writeFileSync(
     credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
   }),
 );
-await exec(signroom, ['import', path.join(dataDir, 'directory.json')], { env });
+async function cleanUp(): Promise<void> {
+  rmSync(dataDir, { recursive: true, force: true });
+  if (values.dialect === 'postgres') await postgresAdmin(`DROP DATABASE IF EXISTS ${benchDatabase} WITH (FORCE)`);
+}
+await exec(signroom, ['import', path.join(dataDir, 'directory.json')], { env }).catch(async (error: unknown) => {
+  await cleanUp();
+  throw error;
+});
 
 const port = 18090;
 const base = `http://127.0.0.1:${port}`;
 const documentsUrl = `${base}/admin/api/v3/organizations/bench/rooms/room/documents`;
 const lookupPath = '/admin/api/v3/organizations/bench/rooms/room/signatories/lookup?size=20&searchQuery=mul';
-const server: ChildProcess = spawn(signroom, ['serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+const serve = (): ChildProcess => spawn(signroom, ['serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+let server = serve();
 
 async function waitUp(): Promise<void> {
   for (let i = 0; i < 400; i++) {
@@ -59,6 +95,10 @@ async function waitUp(): Promise<void> {
 }
 
 async function upload(bytes: Buffer): Promise<number> {
+  return (await uploadDocument(bytes)).ms;
+}
+
+async function uploadDocument(bytes: Buffer): Promise<{ ms: number; location: string }> {
   const started = performance.now();
   const response = await fetch(documentsUrl, {
     method: 'POST',
@@ -67,7 +107,7 @@ async function upload(bytes: Buffer): Promise<number> {
   });
   await response.text();
   if (response.status !== 201) throw new Error(`upload answered ${response.status}`);
-  return performance.now() - started;
+  return { ms: performance.now() - started, location: `${base}${response.headers.get('location')}` };
 }
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -139,15 +179,30 @@ try {
   const filler = randomBytes(25 * 1024 * 1024 - 2048).toString('latin1');
   const big = Buffer.from(`%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>\nendobj\n4 0 obj\n<< /Length ${filler.length} >>\nstream\n${filler}\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`, 'latin1');
   const pid = server.pid!;
-  await upload(Buffer.from(makePdf([{ width: 10, height: 10, content: '' }])));
+  const { location: smallLocation } = await uploadDocument(Buffer.from(makePdf([{ width: 10, height: 10, content: '' }])));
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
   const before = rssKiB(pid, 'VmRSS');
-  const uploadMs = await upload(big);
+  const { ms: uploadMs, location } = await uploadDocument(big);
   const peak = rssKiB(pid, 'VmHWM');
   const growthMiB = (peak - before) / 1024;
   const sizeMiB = big.length / 1048576;
+  // The same document read back whole, by a new server process after reading a small one.
+  server.kill('SIGTERM');
+  await once(server, 'exit');
+  server = serve();
+  await waitUp();
+  await (await fetch(`${smallLocation}/content`, { headers: { authorization: AUTH } })).arrayBuffer();
+  writeFileSync(`/proc/${server.pid!}/clear_refs`, '5');
+  const beforeRead = rssKiB(server.pid!, 'VmRSS');
+  const readStarted = performance.now();
+  const response = await fetch(`${location}/content`, { headers: { authorization: AUTH } });
+  const readBack = Buffer.from(await response.arrayBuffer());
+  const readMs = performance.now() - readStarted;
+  const readPeak = rssKiB(server.pid!, 'VmHWM');
+  if (response.status !== 200 || !readBack.equals(big)) throw new Error(`reading the document back answered ${response.status} with other bytes`);
+  const readGrowthMiB = (readPeak - beforeRead) / 1024;
 
-  console.log(`\nUpload benchmark, Node ${process.version}, ${runs} runs per document\n`);
+  console.log(`\nUpload benchmark, Node ${process.version}, database ${values.dialect}, ${runs} runs per document\n`);
   for (const line of lines) console.log(line);
   console.log('\n| lookup (page of 20, term "mul", 4 clients) | requests | p50 ms | p99 ms |');
   console.log('|---|---:|---:|---:|');
@@ -155,8 +210,9 @@ try {
   console.log(`| while 4 slow uploads render (${slowUploads} finished) | ${loaded.length} | ${median(loaded).toFixed(1)} | ${percentile(loaded, 99).toFixed(1)} |`);
   console.log(`\np99 ratio loaded/unloaded: ${(percentile(loaded, 99) / percentile(unloaded, 99)).toFixed(2)}×`);
   console.log(`25 MiB upload: ${sizeMiB.toFixed(1)} MiB document, peak RSS growth ${growthMiB.toFixed(0)} MiB (${(growthMiB / sizeMiB).toFixed(2)}× the size), ${uploadMs.toFixed(0)} ms to 201`);
+  console.log(`reading it back (GET …/content, new server process): peak RSS growth ${readGrowthMiB.toFixed(0)} MiB (${(readGrowthMiB / sizeMiB).toFixed(2)}× the size), ${readMs.toFixed(0)} ms`);
 } finally {
   server.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
-  rmSync(dataDir, { recursive: true, force: true });
+  await cleanUp();
 }

@@ -10,8 +10,10 @@ export interface Database {
   documents: DocumentTable;
   idempotency_keys: IdempotencyKeyTable;
   login_failures: LoginFailureTable;
-  /** PostgreSQL only: document bytes (SQLite keeps them as files). */
+  /** PostgreSQL only: one row per stored blob (SQLite keeps them as files). */
   blobs: BlobTable;
+  /** PostgreSQL only: the bytes of each blob, in order. */
+  blob_chunks: BlobChunkTable;
 }
 
 export interface LoginFailureTable {
@@ -23,6 +25,14 @@ export interface LoginFailureTable {
 
 export interface BlobTable {
   sha256: string;
+  /** Total bytes (a string from PostgreSQL's bigint). */
+  size_bytes: number | string;
+}
+
+export interface BlobChunkTable {
+  sha256: string;
+  /** 0, 1, 2…: the chunk's place in the blob. */
+  seq: number;
   bytes: Uint8Array;
 }
 

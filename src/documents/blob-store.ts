@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
@@ -14,7 +14,7 @@ export interface StagedBlob {
 
 /**
  * Where document bytes live, addressed by their SHA-256: files under the data
- * directory (SQLite), or a table of PostgreSQL, which every instance reaches.
+ * directory (SQLite), or tables of PostgreSQL, which every instance reaches.
  * A later issue may add object storage.
  */
 export interface BlobStore {
@@ -45,7 +45,7 @@ export async function lockBlob(trx: Transaction<Database>, sha256: string, diale
   if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtextextended(${`blob:${sha256}`}, 0))`.execute(trx);
 }
 
-/** The store for a database: PostgreSQL's blobs table, or files under `<dataDir>/blobs`. Staging is always local. */
+/** The store for a database: PostgreSQL's blob tables, or files under `<dataDir>/blobs`. Staging is always local. */
 export async function openBlobStore(database: { db: Kysely<Database>; dialect: 'sqlite' | 'postgres' }, dataDir: string): Promise<BlobStore> {
   const dir = path.join(dataDir, 'blobs');
   const store = database.dialect === 'postgres' ? new PostgresBlobStore(database.db, dir) : new FileBlobStore(dir);
@@ -158,9 +158,25 @@ export class FileBlobStore implements BlobStore {
 }
 
 /**
- * Blobs in PostgreSQL's `blobs` table, so every instance reads every document
- * without a shared volume; a blob commits in the same transaction as its
- * document row. Staging stays local (a file the render worker reads).
+ * Bytes per row of `blob_chunks` (PostgreSQL), each sent by a statement of its
+ * own. node-pg copies every parameter into a fresh send buffer, garbage once
+ * sent; at 64 KiB a statement allocates enough besides that the garbage
+ * collector frees those buffers as the upload goes. With 1 MiB chunks the
+ * whole document's worth piled up first (+26 MiB peak for 25 MiB, measured).
+ */
+export const BLOB_CHUNK_BYTES = 64 * 1024;
+/** Chunks fetched per statement when reading (1 MiB): fewer round trips, and less memory than one by one (measured). */
+const CHUNKS_PER_READ = 16;
+
+/**
+ * Blobs in PostgreSQL, so every instance reads every document without a shared
+ * volume; a blob commits in the same transaction as its document row. One row
+ * of `blobs` per blob (its size), its bytes in rows of `blob_chunks` (64 KiB,
+ * numbered from 0) that go with it when it is deleted. Chunks keep the
+ * server's memory to a few at a time: node-pg copies a parameter whole into
+ * its send buffer and receives a bytea as hex text, so a 25 MiB document as one
+ * value cost 5–8 times its size each way (measured, README). Staging stays
+ * local (a file the render worker reads).
  */
 export class PostgresBlobStore implements BlobStore {
   readonly #db: Kysely<Database>;
@@ -180,8 +196,32 @@ export class PostgresBlobStore implements BlobStore {
   }
 
   async commit(staged: StagedBlob, trx: Transaction<Database>): Promise<void> {
-    const bytes = await readFile(staged.path);
-    await trx.insertInto('blobs').values({ sha256: staged.sha256, bytes }).onConflict((oc) => oc.column('sha256').doNothing()).execute();
+    const file = await open(staged.path, 'r');
+    try {
+      const { size } = await file.stat();
+      const stored = await trx
+        .insertInto('blobs')
+        .values({ sha256: staged.sha256, size_bytes: size })
+        .onConflict((oc) => oc.column('sha256').doNothing())
+        .returning('sha256')
+        .executeTakeFirst();
+      // Nothing inserted: the same bytes are stored already (under this blob's lock, so completely).
+      if (stored !== undefined) {
+        // One buffer for every chunk: the driver copies it out before its statement completes.
+        const buffer = Buffer.allocUnsafe(Math.min(size, BLOB_CHUNK_BYTES));
+        let offset = 0;
+        let seq = 0;
+        do {
+          const length = Math.min(BLOB_CHUNK_BYTES, size - offset);
+          await readFully(file, buffer.subarray(0, length), offset);
+          await trx.insertInto('blob_chunks').values({ sha256: staged.sha256, seq, bytes: buffer.subarray(0, length) }).execute();
+          offset += length;
+          seq++;
+        } while (offset < size);
+      }
+    } finally {
+      await file.close();
+    }
     await this.#staging.discard(staged);
   }
 
@@ -189,9 +229,39 @@ export class PostgresBlobStore implements BlobStore {
     return this.#staging.discard(staged);
   }
 
+  /** Reads the chunks, a few at a time, into a buffer of the blob's size, all from one snapshot (a blob deleted meanwhile is still read whole). */
   async get(sha256: string): Promise<Buffer | undefined> {
-    const row = await this.#db.selectFrom('blobs').select('bytes').where('sha256', '=', sha256).executeTakeFirst();
-    return row === undefined ? undefined : Buffer.from(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength);
+    return this.#db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(async (trx) => {
+        const blob = await trx.selectFrom('blobs').select('size_bytes').where('sha256', '=', sha256).executeTakeFirst();
+        if (blob === undefined) return undefined;
+        const bytes = Buffer.allocUnsafe(Number(blob.size_bytes));
+        let offset = 0;
+        let seq = 0;
+        while (offset < bytes.length) {
+          const chunks = await trx
+            .selectFrom('blob_chunks')
+            .select(['seq', 'bytes'])
+            .where('sha256', '=', sha256)
+            .where('seq', '>=', seq)
+            .where('seq', '<', seq + CHUNKS_PER_READ)
+            .orderBy('seq')
+            .execute();
+          if (chunks.length === 0) throw new Error(`blob ${sha256} is damaged: ${bytes.length - offset} of its ${bytes.length} bytes are missing from chunk ${seq} on`);
+          for (const chunk of chunks) {
+            if (chunk.seq !== seq || chunk.bytes.length === 0 || offset + chunk.bytes.length > bytes.length) {
+              throw new Error(`blob ${sha256} is damaged: chunk ${chunk.seq} (${chunk.bytes.length} bytes) where chunk ${seq} should start at byte ${offset} of ${bytes.length}`);
+            }
+            bytes.set(chunk.bytes, offset);
+            offset += chunk.bytes.length;
+            seq++;
+          }
+        }
+        return bytes;
+      });
   }
 
   async delete(sha256: string): Promise<void> {
@@ -225,6 +295,16 @@ export class PostgresBlobStore implements BlobStore {
     let orphanBlobs = 0;
     for (const { sha256 } of orphans) if (await this.#deleteUnreferenced(sha256)) orphanBlobs++;
     return { temporaryFiles, orphanBlobs };
+  }
+}
+
+/** Reads exactly `buffer.length` bytes at `position`, or fails: the file is shorter than it was. */
+async function readFully(file: FileHandle, buffer: Buffer, position: number): Promise<void> {
+  let done = 0;
+  while (done < buffer.length) {
+    const { bytesRead } = await file.read(buffer, done, buffer.length - done, position + done);
+    if (bytesRead === 0) throw new Error('a staged blob is shorter than it was');
+    done += bytesRead;
   }
 }
 

@@ -14,10 +14,16 @@ import { basic } from '../helpers/test-app.ts';
 /** Every stored blob: its key, the SHA-256 of its bytes and its size. */
 async function storedBlobs(workspace: CliWorkspace): Promise<{ key: string; actual: string; size: number }[]> {
   if (TEST_DIALECT === 'postgres') {
-    const rows = await workspace.sql<{ key: string; actual: string; size: number }>(
-      sql`SELECT sha256 AS key, encode(sha256(bytes), 'hex') AS actual, length(bytes) AS size FROM blobs`,
+    // A blob's bytes are its chunks in order; one recorded size that disagrees with them is a damaged blob too.
+    const rows = await workspace.sql<{ key: string; actual: string; size: number; recorded: number }>(
+      sql`SELECT b.sha256 AS key, encode(sha256(coalesce(string_agg(c.bytes, ''::bytea ORDER BY c.seq), ''::bytea)), 'hex') AS actual,
+            coalesce(sum(length(c.bytes)), 0) AS size, b.size_bytes AS recorded
+          FROM blobs b LEFT JOIN blob_chunks c ON c.sha256 = b.sha256 GROUP BY b.sha256, b.size_bytes`,
     );
-    return rows.map((row) => ({ ...row, size: Number(row.size) }));
+    return rows.map((row) => {
+      assert.equal(Number(row.recorded), Number(row.size), `blob ${row.key}: recorded size against its chunks`);
+      return { key: row.key, actual: row.actual, size: Number(row.size) };
+    });
   }
   const blobs = path.join(workspace.dataDir, 'blobs');
   const shards = readdirSync(blobs).filter((name) => /^[0-9a-f]{2}$/.test(name));

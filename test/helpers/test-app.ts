@@ -16,7 +16,7 @@ export interface TestApp {
   dataDir: string;
   /** Imports a directory file (contract section 6) through the real import service. */
   importDirectory(file: unknown): Promise<void>;
-  /** The SHA-256 of every stored blob (files on SQLite, the blobs table on PostgreSQL). */
+  /** The SHA-256 of every stored blob (files on SQLite, the blobs table on PostgreSQL, whose chunks hang off it). */
   storedBlobs(): Promise<string[]>;
   /** Stores a blob no document refers to, as a crash between a delete and its blob's removal would leave. */
   plantOrphanBlob(sha256: string): Promise<void>;
@@ -66,7 +66,10 @@ export async function startTestApp(env: Record<string, string> = {}, now?: () =>
     },
     async plantOrphanBlob(sha256) {
       if (TEST_DIALECT === 'postgres') {
-        await testApp.sql(sql`INSERT INTO blobs (sha256, bytes) VALUES (${sha256}, ${Buffer.from('left by a crash')})`);
+        // Three chunks, as a blob of a few pages of a document would be stored.
+        await testApp.sql(sql`
+          WITH blob AS (INSERT INTO blobs (sha256, size_bytes) VALUES (${sha256}, 3 * 65536) RETURNING sha256)
+          INSERT INTO blob_chunks (sha256, seq, bytes) SELECT blob.sha256, seq, ${Buffer.alloc(65536, 'left by a crash')}::bytea FROM blob, generate_series(0, 2) AS seq`);
         return;
       }
       mkdirSync(path.join(dataDir, 'blobs', sha256.slice(0, 2)), { recursive: true });

@@ -4,6 +4,7 @@ import type { DialectName } from '../dialect.ts';
 import * as directory from './2026-11-22T0000-directory.ts';
 import * as documents from './2026-11-22T0100-documents.ts';
 import * as sharedState from './2026-11-22T0200-shared-state.ts';
+import * as blobChunks from './2026-11-23T0300-blob-chunks.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -15,6 +16,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-22T0000-directory': directory,
   '2026-11-22T0100-documents': documents,
   '2026-11-22T0200-shared-state': sharedState,
+  '2026-11-23T0300-blob-chunks': blobChunks,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

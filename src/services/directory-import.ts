@@ -3,6 +3,7 @@ import { hashPassword } from '../auth/password-hash.ts';
 import {
   insertBatch,
   insertMemberRows,
+  markImportVisible,
   prepareUserUpsert,
   refreshPlannerStatistics,
   serializeImports,
@@ -121,6 +122,7 @@ export async function importDirectory(
     await refreshPlannerStatistics(trx);
     for (const credential of hashed) await upsertCredential(trx, credential);
   });
+  await markImportVisible(db);
   return counts;
 }
 

@@ -10,6 +10,7 @@ export interface Database {
   documents: DocumentTable;
   idempotency_keys: IdempotencyKeyTable;
   login_failures: LoginFailureTable;
+  user_tallies: UserTallyTable;
   /** PostgreSQL only: one row per stored blob (SQLite keeps them as files). */
   blobs: BlobTable;
   /** PostgreSQL only: the bytes of each blob, in order. */
@@ -43,6 +44,16 @@ export interface OrganizationTable {
   external_signatories: number;
   /** Bumped by every change to the organization's users, rooms or settings; keys cached counts. */
   directory_version: Generated<number>;
+}
+
+/** Users of an organization (room_id '') or members of a room, by kind: see the migration. */
+export interface UserTallyTable {
+  org_id: string;
+  room_id: string;
+  external: number;
+  needs_invite: number;
+  /** A string from PostgreSQL's bigint. */
+  users: number | string;
 }
 
 export interface UserTable {

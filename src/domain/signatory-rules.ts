@@ -70,3 +70,47 @@ export function sortKeyOrder(sortBy: SortField): SortField[] {
   const rest: SortField[] = ['lastname', 'firstname', 'email'];
   return [sortBy, ...rest.filter((field) => field !== sortBy)];
 }
+
+/** What decides whether a user is a candidate matching a filter, search terms apart. */
+export interface CandidateKind {
+  external: boolean;
+  needsInvitation: boolean;
+  roomMember: boolean;
+}
+
+/**
+ * Whether a user of this kind is a candidate matching the filter: external
+ * users only where the organization allows them (and the filter does not
+ * exclude them), then the room-member and requires-invitation flags. The
+ * repository builds the same test in SQL.
+ */
+export function matchesFilter(kind: CandidateKind, includeExternal: boolean, filter: SignatoryFilter): boolean {
+  if (kind.external && (!includeExternal || filter.external === false)) return false;
+  if (filter.roomMember !== undefined && kind.roomMember !== filter.roomMember) return false;
+  const requiresInvitation = kind.needsInvitation && !kind.roomMember;
+  return filter.requiresInvitation === undefined || requiresInvitation === filter.requiresInvitation;
+}
+
+/** How many users of one kind an organization has, or a room has as members. */
+export interface Tally {
+  external: boolean;
+  needsInvitation: boolean;
+  users: number;
+}
+
+/**
+ * The candidates matching a filter without search terms, counted from the
+ * organization's users and the room's members tallied by kind: each kind's
+ * members match as room members, the rest of that kind as non-members.
+ */
+export function countFromTallies(organization: readonly Tally[], members: readonly Tally[], includeExternal: boolean, filter: SignatoryFilter): number {
+  let count = 0;
+  for (const kind of organization) {
+    const inRoom = members
+      .filter((member) => member.external === kind.external && member.needsInvitation === kind.needsInvitation)
+      .reduce((sum, member) => sum + member.users, 0);
+    if (matchesFilter({ ...kind, roomMember: true }, includeExternal, filter)) count += inRoom;
+    if (matchesFilter({ ...kind, roomMember: false }, includeExternal, filter)) count += kind.users - inRoom;
+  }
+  return count;
+}

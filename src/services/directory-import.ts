@@ -16,6 +16,7 @@ import type { DirectoryFile, ImportProblem, OrganizationImport, RoomImport, User
 import { foldedKeys } from '../domain/fold.ts';
 import { needsInvitation } from '../domain/signatory-rules.ts';
 import { upsertCredential } from '../repositories/credential-repository.ts';
+import { retallyOrganization } from '../repositories/user-tally-repository.ts';
 
 export interface ImportCounts {
   organizations: number;
@@ -153,6 +154,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
     run.counts.rooms += 1;
     run.counts.members += room.members?.length ?? 0;
   }
+  if (writing(run)) await retallyOrganization(trx, organization.id);
 }
 
 async function upsertOrganizationRow(trx: Transaction<Database>, organization: OrganizationImport): Promise<void> {

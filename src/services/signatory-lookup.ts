@@ -4,6 +4,7 @@ import type { Database } from '../db/tables.ts';
 import { searchTerms } from '../domain/fold.ts';
 import { effectivePageSize, pageOffset, toPage } from '../domain/paging.ts';
 import {
+  countFromTallies,
   displayName,
   requiresInvitation,
   signatoryFilter,
@@ -21,6 +22,7 @@ import {
   type PagePlan,
   type SignatoryRow,
 } from '../repositories/signatory-repository.ts';
+import { findTallies } from '../repositories/user-tally-repository.ts';
 import { ChangeScopedCache, type ChangeToken } from './change-scoped-cache.ts';
 import { LruCache } from './lru-cache.ts';
 
@@ -138,10 +140,20 @@ export class SignatoryLookup {
     const key = cacheKey([keys.directoryVersion, keys.criteria]);
     const cached = this.#counts.get(key);
     if (cached !== undefined) return cached;
-    const count = await countSignatories(db, keys.criteria);
+    const count = await countCandidates(db, keys.criteria);
     this.#counts.set(key, count);
     return count;
   }
+}
+
+/**
+ * Without search terms the count comes from the organization's and the room's
+ * tallies (a few rows the import keeps); with terms, from the matching users.
+ */
+async function countCandidates(db: Kysely<Database>, criteria: CandidateCriteria): Promise<number> {
+  if (criteria.terms.length > 0) return countSignatories(db, criteria);
+  const tallies = await findTallies(db, criteria.orgId, criteria.roomId);
+  return countFromTallies(tallies.organization, tallies.members, criteria.includeExternal, criteria.filter);
 }
 
 /** The criteria of a lookup and its answer's cache key, under the directory version they were read with (the count's key is made only on a miss). */

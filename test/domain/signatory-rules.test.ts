@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { displayName, needsInvitation, requiresInvitation, signatoryFilter, sortKeyOrder } from '../../src/domain/signatory-rules.ts';
+import fc from 'fast-check';
+import {
+  countFromTallies,
+  displayName,
+  matchesFilter,
+  needsInvitation,
+  requiresInvitation,
+  signatoryFilter,
+  sortKeyOrder,
+  type Tally,
+} from '../../src/domain/signatory-rules.ts';
 
 describe('signatoryFilter', () => {
   it('maps each purpose to its candidates', () => {
@@ -52,5 +62,45 @@ describe('sortKeyOrder', () => {
     assert.deepEqual(sortKeyOrder('lastname'), ['lastname', 'firstname', 'email']);
     assert.deepEqual(sortKeyOrder('firstname'), ['firstname', 'lastname', 'email']);
     assert.deepEqual(sortKeyOrder('email'), ['email', 'lastname', 'firstname']);
+  });
+});
+
+describe('countFromTallies', () => {
+  it('counts what testing each user would count, for every filter', () => {
+    const user = fc.record({ external: fc.boolean(), pending: fc.boolean(), member: fc.boolean() });
+    const filter = fc.record(
+      { roomMember: fc.boolean(), requiresInvitation: fc.boolean(), external: fc.constant(false as const) },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(fc.array(user, { maxLength: 60 }), filter, fc.boolean(), (users, wanted, includeExternal) => {
+        const kinds = users.map((u) => ({ external: u.external, needsInvitation: u.external || u.pending, roomMember: u.member }));
+        const expected = kinds.filter((kind) => matchesFilter(kind, includeExternal, wanted)).length;
+        const tally = (list: typeof kinds): Tally[] => {
+          const counts = new Map<string, Tally>();
+          for (const kind of list) {
+            const key = `${kind.external}/${kind.needsInvitation}`;
+            const entry = counts.get(key) ?? { external: kind.external, needsInvitation: kind.needsInvitation, users: 0 };
+            entry.users += 1;
+            counts.set(key, entry);
+          }
+          return [...counts.values()];
+        };
+        const counted = countFromTallies(tally(kinds), tally(kinds.filter((kind) => kind.roomMember)), includeExternal, wanted);
+        assert.equal(counted, expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('tests a user as the contract says', () => {
+    const member = { external: false, needsInvitation: true, roomMember: true };
+    const invitee = { external: false, needsInvitation: true, roomMember: false };
+    const outsider = { external: true, needsInvitation: true, roomMember: false };
+    assert.equal(matchesFilter(member, true, { requiresInvitation: true }), false);
+    assert.equal(matchesFilter(invitee, true, { requiresInvitation: true }), true);
+    assert.equal(matchesFilter(outsider, false, {}), false);
+    assert.equal(matchesFilter(outsider, true, { roomMember: false, external: false }), false);
+    assert.equal(matchesFilter(outsider, true, { roomMember: false }), true);
   });
 });

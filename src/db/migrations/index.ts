@@ -5,6 +5,7 @@ import * as directory from './2026-11-22T0000-directory.ts';
 import * as documents from './2026-11-22T0100-documents.ts';
 import * as sharedState from './2026-11-22T0200-shared-state.ts';
 import * as blobChunks from './2026-11-23T0300-blob-chunks.ts';
+import * as userTallies from './2026-11-23T0400-user-tallies.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -17,6 +18,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-22T0100-documents': documents,
   '2026-11-22T0200-shared-state': sharedState,
   '2026-11-23T0300-blob-chunks': blobChunks,
+  '2026-11-23T0400-user-tallies': userTallies,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -1,0 +1,32 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/tables.ts';
+import type { Tally } from '../domain/signatory-rules.ts';
+
+/** The organization's users and the room's members, tallied by kind (see the user_tallies migration). */
+export async function findTallies(db: Kysely<Database>, orgId: string, roomId: string): Promise<{ organization: Tally[]; members: Tally[] }> {
+  const rows = await db
+    .selectFrom('user_tallies')
+    .select(['room_id', 'external', 'needs_invite', 'users'])
+    .where('org_id', '=', orgId)
+    .where('room_id', 'in', ['', roomId])
+    .execute();
+  const tally = (row: (typeof rows)[number]): Tally => ({ external: row.external === 1, needsInvitation: row.needs_invite === 1, users: Number(row.users) });
+  return {
+    organization: rows.filter((row) => row.room_id === '').map(tally),
+    members: rows.filter((row) => row.room_id !== '').map(tally),
+  };
+}
+
+/** Tallies the organization's users and each room's members again: called by the import, in its transaction, after writing. */
+export async function retallyOrganization(db: Kysely<Database>, orgId: string): Promise<void> {
+  await db.deleteFrom('user_tallies').where('org_id', '=', orgId).execute();
+  await sql`
+    insert into user_tallies (org_id, room_id, external, needs_invite, users)
+    select org_id, '', external, needs_invite, count(*) from users where org_id = ${orgId} group by org_id, external, needs_invite`.execute(db);
+  await sql`
+    insert into user_tallies (org_id, room_id, external, needs_invite, users)
+    select m.org_id, m.room_id, u.external, u.needs_invite, count(*)
+    from room_members m join users u on u.org_id = m.org_id and u.id = m.user_id
+    where m.org_id = ${orgId}
+    group by m.org_id, m.room_id, u.external, u.needs_invite`.execute(db);
+}

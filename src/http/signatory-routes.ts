@@ -23,8 +23,8 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
     },
     async (request, reply) => {
       const { organizationId, signingRoomId } = request.params;
-      // Already the JSON of a SignatoryPage (cached whole for repeated lookups): Fastify sends a
-      // string with a JSON content type as it is, where the type provider expects the object.
+      // Already the UTF-8 JSON of a SignatoryPage (cached whole for repeated lookups): Fastify sends
+      // a Buffer as it is, without the serializer, where the type provider expects the object.
       const json = await lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest);
       return reply.type('application/json; charset=utf-8').send(json as never);
     },

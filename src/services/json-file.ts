@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 /**
  * Reads a JSON file without holding it whole: the arrays a caller names (the
@@ -224,14 +224,17 @@ class Cursor {
 export class LazyJsonArray implements Iterable<unknown> {
   readonly #file: JsonFile;
   readonly #offset: number;
+  /** Bytes from its `[` to its `]`: a small array is read with a small buffer (thousands of organizations each have two). */
+  readonly #length: number;
 
-  constructor(file: JsonFile, offset: number) {
+  constructor(file: JsonFile, offset: number, length: number) {
     this.#file = file;
     this.#offset = offset;
+    this.#length = length;
   }
 
   *[Symbol.iterator](): Generator<unknown> {
-    const cursor = this.#file.cursorAt(this.#offset);
+    const cursor = this.#file.cursorAt(this.#offset, this.#length);
     cursor.take(OPEN_BRACKET);
     if (cursor.peek() === CLOSE_BRACKET) return;
     for (;;) {
@@ -253,17 +256,17 @@ function matches(pattern: PathPattern, path: PathPattern, prefixOnly: boolean): 
 }
 
 /**
- * Reads every array left in the file within a value, so that a value replaced
- * by a later duplicate key (JSON.parse keeps the last) is still checked to be
- * valid JSON.
+ * Reads every array left in the file within a value the reader built, so that
+ * a value replaced by a later duplicate key (JSON.parse keeps the last) is
+ * still checked to be valid JSON. Values JSON.parse made are valid already
+ * and are not walked (they may be nested deeper than a stack allows); the
+ * reader builds containers only along the streamed paths, a few levels deep.
  */
-function checkSyntax(value: unknown): void {
+function checkSyntax(value: unknown, built: WeakSet<object>): void {
   if (value instanceof LazyJsonArray) {
-    for (const element of value) checkSyntax(element);
-  } else if (Array.isArray(value)) {
-    for (const element of value) checkSyntax(element);
-  } else if (typeof value === 'object' && value !== null) {
-    for (const inner of Object.values(value)) checkSyntax(inner);
+    for (const element of value) void element;
+  } else if (typeof value === 'object' && value !== null && built.has(value)) {
+    for (const inner of Object.values(value)) checkSyntax(inner, built);
   }
 }
 
@@ -283,7 +286,8 @@ export class JsonFile {
 
   /** Opens a file; `windowBytes` is the initial read buffer (it grows to hold the largest value parsed whole). */
   static open(name: string, options: { windowBytes?: number } = {}): JsonFile {
-    const fd = openSync(name, 'r');
+    // Non-blocking, so a FIFO without a writer is refused below instead of waiting for one.
+    const fd = openSync(name, constants.O_RDONLY | constants.O_NONBLOCK);
     if (!fstatSync(fd).isFile()) {
       closeSync(fd);
       throw Object.assign(new Error(`${name} is not a regular file`), { code: 'ENOTREGULAR' });
@@ -301,8 +305,9 @@ export class JsonFile {
     if (this.#stat() !== this.#identity) throw new JsonFileChanged(this.#name);
   }
 
-  cursorAt(offset: number): Cursor {
-    return new Cursor(this.#fd, offset, this.#windowBytes);
+  /** A reader from `offset`; `length`, when known, caps its first buffer (it grows when a value needs more). */
+  cursorAt(offset: number, length = Infinity): Cursor {
+    return new Cursor(this.#fd, offset, Math.max(16, Math.min(this.#windowBytes, length)));
   }
 
   /**
@@ -314,12 +319,18 @@ export class JsonFile {
   parse(lazy: readonly PathPattern[]): unknown {
     const bom = Buffer.alloc(3);
     const top = this.cursorAt(readSync(this.#fd, bom, 0, 3, 0) === 3 && bom.equals(UTF8_BOM) ? 3 : 0);
+    /** The objects and arrays built here (not by JSON.parse): see checkSyntax. */
+    const built = new WeakSet<object>();
     const read = (path: PathPattern): unknown => {
       const next = top.peek();
-      if (next === OPEN_BRACKET && lazy.some((pattern) => matches(pattern, path, false))) return new LazyJsonArray(this, top.skip());
+      if (next === OPEN_BRACKET && lazy.some((pattern) => matches(pattern, path, false))) {
+        const start = top.skip();
+        return new LazyJsonArray(this, start, top.offset - start);
+      }
       if (!lazy.some((pattern) => matches(pattern, path, true))) return top.value();
       if (next === OPEN_BRACE) {
         const object: Record<string, unknown> = {};
+        built.add(object);
         top.take(OPEN_BRACE);
         if (top.peek() === CLOSE_BRACE) {
           top.take(CLOSE_BRACE);
@@ -330,13 +341,14 @@ export class JsonFile {
           const key = top.value() as string;
           top.take(COLON);
           const value = read([...path, key]);
-          if (Object.hasOwn(object, key)) checkSyntax(object[key]);
+          if (Object.hasOwn(object, key)) checkSyntax(object[key], built);
           Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
           if (top.take(COMMA, CLOSE_BRACE) === CLOSE_BRACE) return object;
         }
       }
       if (next === OPEN_BRACKET) {
         const array: unknown[] = [];
+        built.add(array);
         top.take(OPEN_BRACKET);
         if (top.peek() === CLOSE_BRACKET) {
           top.take(CLOSE_BRACKET);

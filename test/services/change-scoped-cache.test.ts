@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/database.ts';
 import { ChangeScopedCache } from '../../src/services/change-scoped-cache.ts';
 
 describe('ChangeScopedCache', () => {
@@ -39,5 +45,21 @@ describe('ChangeScopedCache', () => {
     const cache = new ChangeScopedCache<string, number>(() => undefined, 10);
     cache.set('a', 1, cache.token());
     assert.equal(cache.get('a'), undefined);
+  });
+
+  it('gets no SQLite token while a transaction of the connection is open, so nothing pins its snapshot', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-token-'));
+    const handle = openDatabase(loadConfig({ SIGNROOM_DATA_DIR: dataDir }));
+    try {
+      assert.equal(typeof handle.changeToken(), 'number');
+      await handle.db.transaction().execute(async (trx) => {
+        await sql`create table t (x integer)`.execute(trx);
+        assert.equal(handle.changeToken(), undefined);
+      });
+      assert.equal(typeof handle.changeToken(), 'number');
+    } finally {
+      await handle.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

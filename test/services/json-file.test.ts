@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -142,9 +143,21 @@ describe('JsonFile', () => {
     assert.doesNotMatch(error.message, /position|line/);
   });
 
-  it('refuses what is not a regular file (it is read twice)', () => {
+  it('refuses what is not a regular file (it is read twice), a FIFO without a writer too, at once', () => {
     assert.throws(() => JsonFile.open('/dev/null'), { code: 'ENOTREGULAR' });
     assert.throws(() => JsonFile.open(dir), { code: 'ENOTREGULAR' });
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    assert.throws(() => JsonFile.open(fifo), { code: 'ENOTREGULAR' });
+  });
+
+  it('checks a replaced value without walking what JSON.parse built, however deep', () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const file = JsonFile.open(fileWith(`{"organizations": [{"id": "a", "x": ${deep}, "x": 1, "users": [1], "users": [2]}]}`));
+    const parsed = file.parse(STREAMED) as { organizations: { x: unknown; users: LazyJsonArray }[] };
+    assert.equal(parsed.organizations[0]!.x, 1);
+    assert.deepEqual([...parsed.organizations[0]!.users], [2]);
+    file.close();
   });
 
   it('notices that the file was written since it was opened', () => {

@@ -79,7 +79,7 @@ export class Authenticator {
 
     // One read per request: the credential (so a revoked or changed one stops
     // working at once) and the username's failed logins, shared by every process.
-    const { credential: row, failures } = await this.#loginState(username);
+    const { credential: row, failures } = await this.#loginStates.read(username, () => findLoginState(this.#db, username));
     const verdict = this.#throttle.check(username, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
 
@@ -110,12 +110,12 @@ export class Authenticator {
     if (!valid || row === undefined) {
       if (!owner) return { kind: 'rejected', delayMs: failureDelayMs(this.#throttle.current(failures)?.failures ?? 0) };
       try {
-        this.#loginStates.delete(username);
-        const recorded = await recordLoginFailure(this.#db, username, this.#now(), {
-          windowMs: this.#policy.lockSeconds * 1000,
-          maxFailures: this.#policy.maxFailures,
-        });
-        this.#loginStates.delete(username);
+        const recorded = await this.#loginStates.forgetting(username, () =>
+          recordLoginFailure(this.#db, username, this.#now(), {
+            windowMs: this.#policy.lockSeconds * 1000,
+            maxFailures: this.#policy.maxFailures,
+          }),
+        );
         await this.#purgeNowAndThen();
         return { kind: 'rejected', delayMs: failureDelayMs(recorded.failures) };
       } finally {
@@ -125,11 +125,7 @@ export class Authenticator {
 
     if (owner) {
       try {
-        if (failures !== undefined) {
-          this.#loginStates.delete(username);
-          await clearLoginFailures(this.#db, username);
-          this.#loginStates.delete(username);
-        }
+        if (failures !== undefined) await this.#loginStates.forgetting(username, () => clearLoginFailures(this.#db, username));
       } finally {
         this.#throttle.end(username);
       }
@@ -149,15 +145,6 @@ export class Authenticator {
     this.#failuresSincePurge = 0;
     await purgeLoginFailures(this.#db, this.#now() - this.#policy.lockSeconds * 1000);
     this.#loginStates.clear();
-  }
-
-  async #loginState(username: string): Promise<LoginState> {
-    const cached = this.#loginStates.get(username);
-    if (cached !== undefined) return cached;
-    const readAt = this.#loginStates.token();
-    const state = await findLoginState(this.#db, username);
-    this.#loginStates.set(username, state, readAt);
-    return state;
   }
 }
 

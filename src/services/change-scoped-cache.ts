@@ -46,6 +46,26 @@ export class ChangeScopedCache<K, V> {
     if (readAt !== undefined && this.token() === readAt) this.#entries.set(key, value);
   }
 
+  /** The value kept for the key, or what `load` reads now (kept unless something moved meanwhile). */
+  async read(key: K, load: () => Promise<V>): Promise<V> {
+    const kept = this.get(key);
+    if (kept !== undefined) return kept;
+    const readAt = this.token();
+    const value = await load();
+    this.set(key, value, readAt);
+    return value;
+  }
+
+  /** Runs this process's own write of what the key was read from, forgetting the key before and after it. */
+  async forgetting<T>(key: K, write: () => Promise<T>): Promise<T> {
+    this.delete(key);
+    try {
+      return await write();
+    } finally {
+      this.delete(key);
+    }
+  }
+
   /** Forgets a key after (and before) this process writes what it was read from. */
   delete(key: K): void {
     this.#entries.delete(key);

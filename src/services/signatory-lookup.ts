@@ -117,14 +117,8 @@ export class SignatoryLookup {
    * (never inside the snapshot, which must read its own).
    */
   async #scope(db: Kysely<Database>, orgId: string, roomId: string, options = { cached: false }): Promise<OrganizationRow & { roomId: string }> {
-    const key = `${orgId}\0${roomId}`;
-    let kept = options.cached ? this.#scopes.get(key) : undefined;
-    if (kept === undefined) {
-      const readAt = this.#scopes.token();
-      kept = { found: await findLookupScope(db, orgId, roomId) };
-      if (options.cached) this.#scopes.set(key, kept, readAt);
-    }
-    const scope = kept.found;
+    const read = async () => ({ found: await findLookupScope(db, orgId, roomId) });
+    const scope = (options.cached ? await this.#scopes.read(`${orgId}\0${roomId}`, read) : await read()).found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId };

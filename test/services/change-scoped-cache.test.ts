@@ -41,6 +41,25 @@ describe('ChangeScopedCache', () => {
     assert.equal(cache.get('a'), 1);
   });
 
+  it('reads through: loads once, then serves the kept value; a load overlapping a write of this process is not kept', async () => {
+    const cache = new ChangeScopedCache<string, number>(() => 1, 10);
+    let loads = 0;
+    const load = async () => ++loads;
+    assert.equal(await cache.read('a', load), 1);
+    assert.equal(await cache.read('a', load), 1);
+    assert.equal(loads, 1);
+    const written = await cache.forgetting('a', async () => 'written');
+    assert.equal(written, 'written');
+    assert.equal(await cache.read('a', load), 2);
+    // A load still running while this process writes: its (older) value is refused.
+    let finishLoad: (value: number) => void = () => undefined;
+    const slow = cache.read('b', () => new Promise<number>((resolve) => (finishLoad = resolve)));
+    await cache.forgetting('b', async () => undefined);
+    finishLoad(10);
+    assert.equal(await slow, 10);
+    assert.equal(await cache.read('b', async () => 11), 11);
+  });
+
   it('holds nothing when the database cannot tell whether it changed', () => {
     const cache = new ChangeScopedCache<string, number>(() => undefined, 10);
     cache.set('a', 1, cache.token());

@@ -133,6 +133,21 @@ class Cursor {
     return byte;
   }
 
+  /**
+   * Steps through an object or array from its `open` byte to its `close`:
+   * yields once per entry, which the caller reads (`key: value` or a value)
+   * before asking for the next; checks the commas between them.
+   */
+  *entries(open: number, close: number): Generator<void> {
+    this.take(open);
+    if (this.peek() === close) {
+      this.take(close);
+      return;
+    }
+    do yield;
+    while (this.take(COMMA, close) === COMMA);
+  }
+
   /** Parses the next value whole. */
   value(): unknown {
     this.#skipValue();
@@ -235,12 +250,7 @@ export class LazyJsonArray implements Iterable<unknown> {
 
   *[Symbol.iterator](): Generator<unknown> {
     const cursor = this.#file.cursorAt(this.#offset, this.#length);
-    cursor.take(OPEN_BRACKET);
-    if (cursor.peek() === CLOSE_BRACKET) return;
-    for (;;) {
-      yield cursor.value();
-      if (cursor.take(COMMA, CLOSE_BRACKET) === CLOSE_BRACKET) return;
-    }
+    for (const _ of cursor.entries(OPEN_BRACKET, CLOSE_BRACKET)) yield cursor.value();
   }
 }
 
@@ -331,33 +341,21 @@ export class JsonFile {
       if (next === OPEN_BRACE) {
         const object: Record<string, unknown> = {};
         built.add(object);
-        top.take(OPEN_BRACE);
-        if (top.peek() === CLOSE_BRACE) {
-          top.take(CLOSE_BRACE);
-          return object;
-        }
-        for (;;) {
+        for (const _ of top.entries(OPEN_BRACE, CLOSE_BRACE)) {
           if (top.peek() !== QUOTE) throw new JsonSyntaxError(`expected a key, got ${shown(top.peek())}`, top.offset);
           const key = top.value() as string;
           top.take(COLON);
           const value = read([...path, key]);
           if (Object.hasOwn(object, key)) checkSyntax(object[key], built);
           Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
-          if (top.take(COMMA, CLOSE_BRACE) === CLOSE_BRACE) return object;
         }
+        return object;
       }
       if (next === OPEN_BRACKET) {
         const array: unknown[] = [];
         built.add(array);
-        top.take(OPEN_BRACKET);
-        if (top.peek() === CLOSE_BRACKET) {
-          top.take(CLOSE_BRACKET);
-          return array;
-        }
-        for (;;) {
-          array.push(read([...path, ELEMENT]));
-          if (top.take(COMMA, CLOSE_BRACKET) === CLOSE_BRACKET) return array;
-        }
+        for (const _ of top.entries(OPEN_BRACKET, CLOSE_BRACKET)) array.push(read([...path, ELEMENT]));
+        return array;
       }
       return top.value();
     };

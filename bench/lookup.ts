@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { benchDatabase } from './bench-database.ts';
 import { sampleOrganization } from '../src/demo/sample-directory.ts';
 
 const { values } = parseArgs({
@@ -34,26 +34,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const node = process.execPath;
 const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-'));
-// PostgreSQL: a fresh database on the server SIGNROOM_BENCH_POSTGRES_URL names, dropped afterwards.
-const postgresAdminUrl = process.env['SIGNROOM_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const benchDatabase = `signroom_bench_${process.pid}`;
-async function postgresAdmin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: postgresAdminUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-const databaseEnv: Record<string, string> = {};
-if (values.dialect === 'postgres') {
-  await postgresAdmin(`CREATE DATABASE ${benchDatabase}`);
-  const url = new URL(postgresAdminUrl);
-  url.pathname = `/${benchDatabase}`;
-  databaseEnv['DATABASE_URL'] = url.toString();
-}
-const env = { ...process.env, ...databaseEnv, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const database = await benchDatabase(values.dialect);
+const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
 const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 
 function run(command: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
@@ -198,5 +180,5 @@ try {
   baseline?.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 300));
   rmSync(dataDir, { recursive: true, force: true });
-  if (values.dialect === 'postgres') await postgresAdmin(`DROP DATABASE IF EXISTS ${benchDatabase} WITH (FORCE)`);
+  await database.drop();
 }

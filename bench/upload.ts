@@ -20,7 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { benchDatabase } from './bench-database.ts';
 import { sampleOrganization } from '../src/demo/sample-directory.ts';
 import { makePdf } from '../test/helpers/pdf.ts';
 
@@ -34,25 +34,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const corpus = path.join(root, '../shared/pdf-corpus');
 const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-upload-bench-'));
-const postgresAdminUrl = process.env['SIGNROOM_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const benchDatabase = `signroom_bench_${process.pid}`;
-async function postgresAdmin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: postgresAdminUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-const databaseEnv: Record<string, string> = {};
-if (values.dialect === 'postgres') {
-  await postgresAdmin(`CREATE DATABASE ${benchDatabase}`);
-  const url = new URL(postgresAdminUrl);
-  url.pathname = `/${benchDatabase}`;
-  databaseEnv['DATABASE_URL'] = url.toString();
-}
-const env = { ...process.env, ...databaseEnv, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const database = await benchDatabase(values.dialect);
+const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
 const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`${message}\n`);
@@ -68,7 +51,7 @@ writeFileSync(
 );
 async function cleanUp(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
-  if (values.dialect === 'postgres') await postgresAdmin(`DROP DATABASE IF EXISTS ${benchDatabase} WITH (FORCE)`);
+  await database.drop();
 }
 await exec(signroom, ['import', path.join(dataDir, 'directory.json')], { env }).catch(async (error: unknown) => {
   await cleanUp();

@@ -85,10 +85,12 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   const addMethodNotAllowed = watchAllowedMethods(app, DOCS_PREFIX);
   await registerOpenApi(app, VERSION);
 
-  // Both keep what they read between requests while SQLite reports no commit by another connection.
-  const changeToken = () => database.changeToken();
-  const lookup = new SignatoryLookup(database.db, config.maxPageSize, changeToken);
-  const authenticator = new Authenticator(database.db, config.login, { ...(options.now !== undefined ? { now: options.now } : {}), changeToken });
+  // Both keep what they read between requests while the database reports no commit by another connection.
+  const lookup = new SignatoryLookup(database.db, config.maxPageSize, database.changes);
+  const authenticator = new Authenticator(database.db, config.login, {
+    ...(options.now !== undefined ? { now: options.now } : {}),
+    changes: database.changes,
+  });
   const documents = new DocumentService(database.db, blobs, renderer, {
     maxBytes: config.maxDocumentBytes,
     thumbnailWidth: config.thumbnailWidth,

@@ -5,7 +5,7 @@ import type { Database } from '../db/tables.ts';
 import { parseBasicAuthorization } from '../domain/basic-auth.ts';
 import { findLoginState, type CredentialScope, type LoginState } from '../repositories/credential-repository.ts';
 import { clearLoginFailures, purgeLoginFailures, recordLoginFailure } from '../repositories/login-failure-repository.ts';
-import { ChangeScopedCache, type ChangeToken } from '../services/change-scoped-cache.ts';
+import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
 import { LruCache } from '../services/lru-cache.ts';
 import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
 import { DECOY_HASH, verifyPassword } from './password-hash.ts';
@@ -37,10 +37,10 @@ const LOGIN_STATE_ENTRIES = 10_000;
 /**
  * Checks Basic credentials against the credential table. The credential row is
  * read on every request unless the database says no other connection has
- * committed since it was read (SQLite's data_version; PostgreSQL reads it every
- * time), so revoking or changing it takes effect at once; only the slow hash
- * is skipped for a password verified against that same row within the last
- * few seconds. Cache keys are HMACs under a per-process secret, so the cache
+ * committed a change to it since it was read (SQLite's data_version,
+ * PostgreSQL's change notices), so revoking or changing it takes effect at
+ * once; only the slow hash is skipped for a password verified against that
+ * same row within the last few seconds. Cache keys are HMACs under a per-process secret, so the cache
  * never holds a password or a fast hash of one.
  */
 export class Authenticator {
@@ -57,11 +57,11 @@ export class Authenticator {
   /** Login states read while the database was unchanged; this process's own writes forget theirs. */
   readonly #loginStates: ChangeScopedCache<string, LoginState>;
 
-  constructor(db: Kysely<Database>, policy: LoginPolicy, options: { now?: () => number; changeToken?: ChangeToken } = {}) {
+  constructor(db: Kysely<Database>, policy: LoginPolicy, options: { now?: () => number; changes?: ChangeSource } = {}) {
     this.#db = db;
     this.#policy = policy;
     this.#now = options.now ?? Date.now;
-    this.#loginStates = new ChangeScopedCache(options.changeToken ?? (() => undefined), LOGIN_STATE_ENTRIES);
+    this.#loginStates = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, LOGIN_STATE_ENTRIES);
     this.#throttle = new LoginThrottle(policy, this.#now);
   }
 

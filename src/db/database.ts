@@ -6,6 +6,8 @@ import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { DialectName } from './dialect.ts';
+import { PostgresChangeListener } from './change-listener.ts';
+import type { ChangeSource } from '../services/change-scoped-cache.ts';
 import { DatabaseUnavailableError, isDatabaseUnreachable } from './database-errors.ts';
 import { NodeSqliteDatabase } from './sqlite-driver.ts';
 import { migrationsFor } from './migrations/index.ts';
@@ -19,11 +21,8 @@ export interface DatabaseHandle {
   readonly dialect: DialectName;
   /** Human description for logs (never includes a password). */
   readonly description: string;
-  /**
-   * Moves whenever another connection commits (SQLite); undefined where that
-   * cannot be told without a query (PostgreSQL). See ChangeScopedCache.
-   */
-  changeToken(): number | undefined;
+  /** Whether another connection committed since: what lets the caches keep reads between requests. */
+  readonly changes: ChangeSource;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -58,9 +57,11 @@ function openSqlite(dataDir: string): DatabaseHandle {
   // transaction's own write would then fail as stale. Undefined then: the caches read through
   // Kysely, which waits for the transaction.
   const dataVersion = native.prepare('PRAGMA data_version');
-  const changeToken = () =>
-    native.isOpen && !native.isTransaction ? Number((dataVersion.get() as { data_version: number }).data_version) : undefined;
-  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changeToken);
+  const changes: ChangeSource = {
+    token: () => (native.isOpen && !native.isTransaction ? Number((dataVersion.get() as { data_version: number }).data_version) : undefined),
+    catchUp: () => undefined,
+  };
+  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changes);
 }
 
 /** How long to wait for a PostgreSQL connection before the request fails with 503. */
@@ -88,19 +89,28 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     // query on the new connection; if it fails, the connection works as before, only slower.
     client.query('SET jit = off').catch(() => undefined);
   });
-  return handle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres', describePostgresUrl(url), () => undefined);
+  const changes = new PostgresChangeListener(url);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return handle(db, 'postgres', describePostgresUrl(url), changes, () => changes.close());
 }
 
-function handle(db: Kysely<Database>, dialect: DialectName, description: string, changeToken: () => number | undefined): DatabaseHandle {
+function handle(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  description: string,
+  changes: ChangeSource,
+  beforeClose: () => Promise<void> = async () => undefined,
+): DatabaseHandle {
   return {
     db,
     dialect,
     description,
-    changeToken,
+    changes,
     async ping() {
       await sql`select 1`.execute(db);
     },
     async close() {
+      await beforeClose();
       await db.destroy();
     },
   };

@@ -1,33 +1,39 @@
 import { LruCache } from './lru-cache.ts';
 
-/**
- * Says whether the database may have changed: a number that moves whenever
- * another connection commits (SQLite's `PRAGMA data_version`), or undefined
- * when the database cannot tell cheaply (PostgreSQL), so nothing is kept.
- */
-export type ChangeToken = () => number | undefined;
+/** Tells whether the database may have changed since a value was read from it. */
+export interface ChangeSource {
+  /**
+   * A number that moves whenever another connection commits (SQLite's
+   * `PRAGMA data_version`, PostgreSQL's change notices), or undefined while
+   * the database cannot tell, so nothing is kept.
+   */
+  token(): number | undefined;
+  /**
+   * Resolves once token() reflects every commit made before the call
+   * (PostgreSQL: the notices of those commits have arrived); undefined when
+   * token() always does (SQLite asks the file itself).
+   */
+  catchUp(): Promise<void> | undefined;
+}
 
-/**
- * An LRU cache of database reads that empties itself whenever the change token
- * moves: an answer from it is what a read would give now, except for writes
- * made through this process's own connection, which the writer must forget
- * itself (delete or clear). Without a token it holds nothing.
- */
+/** A source that can never tell: nothing is kept. */
+export const NO_CHANGE_SOURCE: ChangeSource = { token: () => undefined, catchUp: () => undefined };
+
 export class ChangeScopedCache<K, V> {
   readonly #entries: LruCache<K, V>;
-  readonly #changeToken: ChangeToken;
+  readonly #changes: ChangeSource;
   #databaseToken: number | undefined;
   /** Moves with the database's token and with every delete or clear: a read begun before either is not kept. */
   #generation = 0;
 
-  constructor(changeToken: ChangeToken, capacity: number) {
-    this.#changeToken = changeToken;
+  constructor(changes: ChangeSource, capacity: number) {
+    this.#changes = changes;
     this.#entries = new LruCache<K, V>(capacity);
   }
 
   /** Where the cache stands: take it before a read, and give it to set() after. */
   token(): number | undefined {
-    const databaseToken = this.#changeToken();
+    const databaseToken = this.#changes.token();
     if (databaseToken === undefined) return undefined;
     if (databaseToken !== this.#databaseToken) {
       this.#entries.clear();
@@ -48,6 +54,8 @@ export class ChangeScopedCache<K, V> {
 
   /** The value kept for the key, or what `load` reads now (kept unless something moved meanwhile). */
   async read(key: K, load: () => Promise<V>): Promise<V> {
+    const caughtUp = this.#changes.catchUp();
+    if (caughtUp !== undefined) await caughtUp;
     const kept = this.get(key);
     if (kept !== undefined) return kept;
     const readAt = this.token();

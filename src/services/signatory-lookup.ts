@@ -23,7 +23,7 @@ import {
   type SignatoryRow,
 } from '../repositories/signatory-repository.ts';
 import { findTallies } from '../repositories/user-tally-repository.ts';
-import { ChangeScopedCache, type ChangeToken } from './change-scoped-cache.ts';
+import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from './change-scoped-cache.ts';
 import { LruCache } from './lru-cache.ts';
 
 /** The validated query of a lookup request. */
@@ -76,10 +76,10 @@ export class SignatoryLookup {
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
-  constructor(db: Kysely<Database>, maxPageSize: number, changeToken: ChangeToken = () => undefined) {
+  constructor(db: Kysely<Database>, maxPageSize: number, changes: ChangeSource = NO_CHANGE_SOURCE) {
     this.#db = db;
     this.#maxPageSize = maxPageSize;
-    this.#scopes = new ChangeScopedCache(changeToken, SCOPE_CACHE_ENTRIES);
+    this.#scopes = new ChangeScopedCache(changes, SCOPE_CACHE_ENTRIES);
   }
 
   /** One page of the room's signatories, as UTF-8 JSON; 404 problems for an unknown organization or room. */

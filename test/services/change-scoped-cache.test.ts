@@ -6,12 +6,12 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
-import { ChangeScopedCache } from '../../src/services/change-scoped-cache.ts';
+import { ChangeScopedCache, type ChangeSource } from '../../src/services/change-scoped-cache.ts';
 
 describe('ChangeScopedCache', () => {
   it('keeps values while the database token stays, and empties when it moves', () => {
     let databaseToken = 7;
-    const cache = new ChangeScopedCache<string, number>(() => databaseToken, 10);
+    const cache = new ChangeScopedCache<string, number>(tokenSource(() => databaseToken), 10);
     cache.set('a', 1, cache.token());
     assert.equal(cache.get('a'), 1);
     databaseToken = 8;
@@ -20,7 +20,7 @@ describe('ChangeScopedCache', () => {
 
   it('refuses a value read before the database moved or before this process forgot something', () => {
     let databaseToken = 1;
-    const cache = new ChangeScopedCache<string, number>(() => databaseToken, 10);
+    const cache = new ChangeScopedCache<string, number>(tokenSource(() => databaseToken), 10);
     let readAt = cache.token();
     databaseToken = 2; // another connection committed while the read ran
     cache.set('a', 1, readAt);
@@ -42,7 +42,7 @@ describe('ChangeScopedCache', () => {
   });
 
   it('reads through: loads once, then serves the kept value; a load overlapping a write of this process is not kept', async () => {
-    const cache = new ChangeScopedCache<string, number>(() => 1, 10);
+    const cache = new ChangeScopedCache<string, number>(tokenSource(() => 1), 10);
     let loads = 0;
     const load = async () => ++loads;
     assert.equal(await cache.read('a', load), 1);
@@ -61,7 +61,7 @@ describe('ChangeScopedCache', () => {
   });
 
   it('holds nothing when the database cannot tell whether it changed', () => {
-    const cache = new ChangeScopedCache<string, number>(() => undefined, 10);
+    const cache = new ChangeScopedCache<string, number>(tokenSource(() => undefined), 10);
     cache.set('a', 1, cache.token());
     assert.equal(cache.get('a'), undefined);
   });
@@ -70,15 +70,19 @@ describe('ChangeScopedCache', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-token-'));
     const handle = openDatabase(loadConfig({ SIGNROOM_DATA_DIR: dataDir }));
     try {
-      assert.equal(typeof handle.changeToken(), 'number');
+      assert.equal(typeof handle.changes.token(), 'number');
       await handle.db.transaction().execute(async (trx) => {
         await sql`create table t (x integer)`.execute(trx);
-        assert.equal(handle.changeToken(), undefined);
+        assert.equal(handle.changes.token(), undefined);
       });
-      assert.equal(typeof handle.changeToken(), 'number');
+      assert.equal(typeof handle.changes.token(), 'number');
     } finally {
       await handle.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
+
+function tokenSource(token: () => number | undefined): ChangeSource {
+  return { token, catchUp: () => undefined };
+}

@@ -7,6 +7,7 @@ import * as sharedState from './2026-11-22T0200-shared-state.ts';
 import * as blobChunks from './2026-11-23T0300-blob-chunks.ts';
 import * as userTallies from './2026-11-23T0400-user-tallies.ts';
 import * as shortTermScan from './2026-11-23T0500-short-term-scan.ts';
+import * as changeNotices from './2026-11-23T0600-change-notices.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -21,6 +22,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-23T0300-blob-chunks': blobChunks,
   '2026-11-23T0400-user-tallies': userTallies,
   '2026-11-23T0500-short-term-scan': shortTermScan,
+  '2026-11-23T0600-change-notices': changeNotices,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

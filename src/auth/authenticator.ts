@@ -65,8 +65,8 @@ export class Authenticator {
     this.#throttle = new LoginThrottle(policy, this.#now);
   }
 
-  /** Authenticates the value of an Authorization header. */
-  async authenticate(header: string | undefined): Promise<AuthOutcome> {
+  /** Authenticates the value of an Authorization header, as the credential stands at least as new as `asOf` (`performance.now()`). */
+  async authenticate(header: string | undefined, asOf = performance.now()): Promise<AuthOutcome> {
     if (header === undefined || header === '') return { kind: 'missing' };
     const credentials = parseBasicAuthorization(header);
     if (credentials === undefined) return { kind: 'malformed' };
@@ -79,7 +79,7 @@ export class Authenticator {
 
     // One read per request: the credential (so a revoked or changed one stops
     // working at once) and the username's failed logins, shared by every process.
-    const { credential: row, failures } = await this.#loginStates.read(username, () => findLoginState(this.#db, username));
+    const { credential: row, failures } = await this.#loginStates.read(username, () => findLoginState(this.#db, username), asOf);
     const verdict = this.#throttle.check(username, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
 

@@ -20,11 +20,12 @@ const RECONNECT_AFTER_MS = 1000;
  * notices sent meanwhile were missed. Started by the first call, so a process
  * that never asks (the CLI) never opens the connection.
  *
- * A notice arrives a moment after its commit, so catchUp() asks the listening
- * connection a trivial query sent after the call: PostgreSQL delivers every
- * notice of a transaction committed before that query arrived ahead of its
- * answer. Calls made while such a query is out share the next one, so many
- * concurrent requests cost one round trip.
+ * A notice arrives a moment after its commit, so catchUp(asOf) makes sure a
+ * trivial query sent on the listening connection after that moment has been
+ * answered: PostgreSQL delivers every notice of a transaction committed before
+ * the query arrived ahead of its answer. Callers share queries: one out now
+ * serves every moment before it was sent, and calls made meanwhile for later
+ * moments share the next one, so many concurrent requests cost one round trip.
  */
 export class PostgresChangeListener implements ChangeSource {
   readonly #connectionString: string;
@@ -34,9 +35,11 @@ export class PostgresChangeListener implements ChangeSource {
   #started = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
-  /** The catch-up query out now, and the one that callers since it was sent wait for. */
-  #asking: Promise<void> | undefined;
+  /** The catch-up query out now (with when it was sent), and the one that callers since then wait for. */
+  #asking: { sentAt: number; answered: Promise<void> } | undefined;
   #nextAsk: Promise<void> | undefined;
+  /** When the latest answered catch-up query (or LISTEN) was sent: every notice committed before then has arrived. */
+  #caughtUpTo = -Infinity;
 
   constructor(connectionString: string) {
     this.#connectionString = connectionString;
@@ -51,11 +54,12 @@ export class PostgresChangeListener implements ChangeSource {
     return this.#listening ? this.#notices : undefined;
   }
 
-  catchUp(): Promise<void> | undefined {
-    if (this.token() === undefined) return undefined;
+  catchUp(asOf: number): Promise<void> | undefined {
+    if (this.token() === undefined || this.#caughtUpTo >= asOf) return undefined;
     if (this.#asking === undefined) return this.#ask();
-    // The query out now may have been sent before a commit this caller must see.
-    this.#nextAsk ??= this.#asking.then(() => {
+    if (this.#asking.sentAt >= asOf) return this.#asking.answered;
+    // The query out now was sent before the moment this caller must see.
+    this.#nextAsk ??= this.#asking.answered.then(() => {
       this.#nextAsk = undefined;
       return this.#ask();
     });
@@ -65,30 +69,32 @@ export class PostgresChangeListener implements ChangeSource {
   /** One trivial query on the listening connection; a connection that fails or stalls counts as lost. */
   #ask(): Promise<void> {
     const client = this.#client;
-    const asking = (client === undefined || !this.#listening ? Promise.resolve() : this.#answered(client)).finally(() => {
-      if (this.#asking === asking) this.#asking = undefined;
+    const sentAt = performance.now();
+    const answered = (client === undefined || !this.#listening ? Promise.resolve(false) : this.#answered(client)).then((ok) => {
+      if (this.#asking?.answered === answered) this.#asking = undefined;
+      if (ok && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
     });
-    this.#asking = asking;
-    return asking;
+    this.#asking = { sentAt, answered };
+    return answered;
   }
 
-  /** Resolves when the connection answers a trivial query, or once it counts as lost (never rejects). */
-  #answered(client: pg.Client): Promise<void> {
+  /** Whether the connection answered a trivial query; false once it counts as lost (never rejects). */
+  #answered(client: pg.Client): Promise<boolean> {
     return new Promise((resolve) => {
       const overdue = setTimeout(() => {
         this.#lost(client);
-        resolve();
+        resolve(false);
       }, ANSWER_WITHIN_MS);
       overdue.unref();
       client.query('select 1').then(
         () => {
           clearTimeout(overdue);
-          resolve();
+          resolve(true);
         },
         () => {
           clearTimeout(overdue);
           this.#lost(client);
-          resolve();
+          resolve(false);
         },
       );
     });
@@ -115,8 +121,10 @@ export class PostgresChangeListener implements ChangeSource {
     // Lost: stop keeping anything at once, then try again.
     client.on('error', () => this.#lost(client));
     client.on('end', () => this.#lost(client));
+    let listenSentAt: number;
     try {
       await client.connect();
+      listenSentAt = performance.now();
       await client.query(`LISTEN ${CHANGE_CHANNEL}`);
     } catch {
       this.#lost(client);
@@ -125,6 +133,7 @@ export class PostgresChangeListener implements ChangeSource {
     if (this.#client !== client) return;
     // Whatever was kept before may have changed while nobody listened.
     this.#notices += 1;
+    this.#caughtUpTo = listenSentAt;
     this.#listening = true;
     this.#scheduleHeartbeat(client);
   }
@@ -153,6 +162,7 @@ export class PostgresChangeListener implements ChangeSource {
     const client = this.#client;
     this.#client = undefined;
     this.#listening = false;
+    this.#caughtUpTo = -Infinity;
     if (client === undefined) return;
     client.removeAllListeners('notification');
     // Ending a broken connection may fail or never finish; the socket is closed either way.

@@ -8,6 +8,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated credential's username (set by the auth hook). */
     username?: string;
+    /**
+     * When the request arrived (`performance.now()`, set by the auth hook): what the server
+     * keeps between requests is used only if it is at least as new as this moment.
+     */
+    receivedAt: number;
   }
 }
 
@@ -20,7 +25,8 @@ const CHALLENGE = { 'www-authenticate': WWW_AUTHENTICATE };
  */
 export function requireBasicAuth(scope: FastifyInstance, authenticator: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
-    const outcome = await authenticator.authenticate(request.headers.authorization);
+    request.receivedAt = performance.now();
+    const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
     switch (outcome.kind) {
       case 'missing':
         return sendProblem(reply, 'unauthorized', 'This API needs HTTP Basic authentication.', { headers: CHALLENGE });

@@ -25,7 +25,7 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
       const { organizationId, signingRoomId } = request.params;
       // Already the UTF-8 JSON of a SignatoryPage (cached whole for repeated lookups): Fastify sends
       // a Buffer as it is, without the serializer, where the type provider expects the object.
-      const json = await lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest);
+      const json = await lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest, request.receivedAt);
       return reply.type('application/json; charset=utf-8').send(json as never);
     },
   );

@@ -9,11 +9,12 @@ export interface ChangeSource {
    */
   token(): number | undefined;
   /**
-   * Resolves once token() reflects every commit made before the call
-   * (PostgreSQL: the notices of those commits have arrived); undefined when
-   * token() always does (SQLite asks the file itself).
+   * Resolves once token() reflects every commit made before the moment
+   * `asOf` (a `performance.now()` reading; PostgreSQL: the notices of those
+   * commits have arrived); undefined when it does already (SQLite asks the
+   * file itself, so always).
    */
-  catchUp(): Promise<void> | undefined;
+  catchUp(asOf: number): Promise<void> | undefined;
 }
 
 /** A source that can never tell: nothing is kept. */
@@ -52,9 +53,13 @@ export class ChangeScopedCache<K, V> {
     if (readAt !== undefined && this.token() === readAt) this.#entries.set(key, value);
   }
 
-  /** The value kept for the key, or what `load` reads now (kept unless something moved meanwhile). */
-  async read(key: K, load: () => Promise<V>): Promise<V> {
-    const caughtUp = this.#changes.catchUp();
+  /**
+   * The value kept for the key, or what `load` reads now (kept unless something moved meanwhile):
+   * either way at least as new as the moment `asOf` (a `performance.now()` reading, by default
+   * now). A request passes the moment it arrived, so its reads share one catch-up.
+   */
+  async read(key: K, load: () => Promise<V>, asOf = performance.now()): Promise<V> {
+    const caughtUp = this.#changes.catchUp(asOf);
     if (caughtUp !== undefined) await caughtUp;
     const kept = this.get(key);
     if (kept !== undefined) return kept;

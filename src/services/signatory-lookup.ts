@@ -83,12 +83,12 @@ export class SignatoryLookup {
   }
 
   /** One page of the room's signatories, as UTF-8 JSON; 404 problems for an unknown organization or room. */
-  async lookup(orgId: string, roomId: string, request: LookupRequest): Promise<Buffer> {
+  async lookup(orgId: string, roomId: string, request: LookupRequest, asOf = performance.now()): Promise<Buffer> {
     const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
     const sort = { by: request.sortBy, direction: request.sortDirection };
     // A repeated lookup is answered from the caches after one query for the
     // current directory version; what is cached under a version is consistent.
-    const scope = await this.#scope(this.#db, orgId, roomId, { cached: true });
+    const scope = await this.#scope(this.#db, orgId, roomId, { cachedAsOf: asOf });
     const cached = this.#pages.get(lookupKeys(scope, request, pageRequest, sort).page);
     if (cached !== undefined) return cached;
     // Otherwise one snapshot for the whole answer: an import committing meanwhile
@@ -113,12 +113,12 @@ export class SignatoryLookup {
 
   /**
    * The organization (with its directory version) and room, or the 404 problem;
-   * `cached`: as kept from an earlier request if the database is unchanged since
-   * (never inside the snapshot, which must read its own).
+   * `cachedAsOf`: as kept from an earlier request if the database is unchanged
+   * since that moment (never inside the snapshot, which must read its own).
    */
-  async #scope(db: Kysely<Database>, orgId: string, roomId: string, options = { cached: false }): Promise<OrganizationRow & { roomId: string }> {
+  async #scope(db: Kysely<Database>, orgId: string, roomId: string, options: { cachedAsOf?: number } = {}): Promise<OrganizationRow & { roomId: string }> {
     const read = async () => ({ found: await findLookupScope(db, orgId, roomId) });
-    const scope = (options.cached ? await this.#scopes.read(`${orgId}\0${roomId}`, read) : await read()).found;
+    const scope = (options.cachedAsOf !== undefined ? await this.#scopes.read(`${orgId}\0${roomId}`, read, options.cachedAsOf) : await read()).found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId };

@@ -17,6 +17,7 @@ import { findLookupScope, type OrganizationRow } from '../repositories/directory
 import {
   canUseSearchIndex,
   countSignatories,
+  findFewMatches,
   findSignatories,
   type CandidateCriteria,
   type PagePlan,
@@ -102,9 +103,7 @@ export class SignatoryLookup {
         const keys = lookupKeys(await this.#scope(trx, orgId, roomId), request, pageRequest, sort);
         const cachedInSnapshot = this.#pages.get(keys.page);
         if (cachedInSnapshot !== undefined) return cachedInSnapshot;
-        const total = await this.#count(trx, keys);
-        const offset = pageOffset(pageRequest);
-        const rows = offset >= total ? [] : await findSignatories(trx, keys.criteria, sort, pageRequest.size, offset, this.#plan(keys.criteria, total));
+        const { total, rows } = await this.#totalAndPage(trx, keys, sort, pageRequest.size, pageOffset(pageRequest));
         const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
         this.#pages.set(keys.page, json);
         return json;
@@ -138,14 +137,36 @@ export class SignatoryLookup {
     return criteria.terms.length > 0 ? 'sort-matches' : 'walk-sort-index';
   }
 
-  async #count(db: Kysely<Database>, keys: LookupKeys): Promise<number> {
-    const key = cacheKey([keys.directoryVersion, keys.criteria]);
-    const cached = this.#counts.get(key);
-    if (cached !== undefined) return cached;
-    const count = await countCandidates(db, keys.criteria);
-    this.#counts.set(key, count);
-    return count;
+  /**
+   * The exact number of matches (cached under the directory version) and the page's rows. Terms
+   * all too short for the search index are tested on every user: a first pass collects few
+   * matches, counted and sorted at once; only when there are many is the count a pass of its
+   * own, after which the sort index finds their page quickly.
+   */
+  async #totalAndPage(
+    db: Kysely<Database>,
+    keys: LookupKeys,
+    sort: { by: SortField; direction: SortDirection },
+    size: number,
+    offset: number,
+  ): Promise<{ total: number; rows: SignatoryRow[] }> {
+    const countKey = cacheKey([keys.directoryVersion, keys.criteria]);
+    let total = this.#counts.get(countKey);
+    if (total === undefined && keys.criteria.terms.length > 0 && !canUseSearchIndex(keys.criteria)) {
+      const few = await findFewMatches(db, keys.criteria, sort, size, offset, SORT_MATCHES_UP_TO);
+      if (few !== undefined) {
+        this.#counts.set(countKey, few.total);
+        return few;
+      }
+    }
+    if (total === undefined) {
+      total = await countCandidates(db, keys.criteria);
+      this.#counts.set(countKey, total);
+    }
+    const rows = offset >= total ? [] : await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total));
+    return { total, rows };
   }
+
 }
 
 /**

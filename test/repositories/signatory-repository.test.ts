@@ -5,7 +5,7 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { demoDirectory } from '../../src/demo/sample-directory.ts';
 import { searchTerms } from '../../src/domain/fold.ts';
 import { signatoryFilter, PURPOSES, SORT_FIELDS } from '../../src/domain/signatory-rules.ts';
-import { countSignatories, findSignatories, type CandidateCriteria } from '../../src/repositories/signatory-repository.ts';
+import { countSignatories, findFewMatches, findSignatories, type CandidateCriteria } from '../../src/repositories/signatory-repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 describe('signatory repository: both page plans give the same rows', () => {
@@ -46,6 +46,40 @@ describe('signatory repository: both page plans give the same rows', () => {
           assert.deepEqual(searched, walked);
           const count = await countSignatories(handle.db, criteria);
           assert.ok(walked.length === Math.max(0, Math.min(7, count - page * 7)));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('one pass over few matches gives the exact total and the same page, and gives up beyond its bound', async () => {
+    const shortTerms = ['a', 'ü', 'o', 'ja', '.1', '@', 'x', 'zz', 'er', '.'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom(...shortTerms), { minLength: 1, maxLength: 2 }),
+        fc.option(fc.constantFrom(...PURPOSES), { nil: undefined }),
+        fc.constantFrom(...SORT_FIELDS),
+        fc.constantFrom('ASC' as const, 'DESC' as const),
+        fc.constantFrom('board', 'contracts'),
+        fc.integer({ min: 0, max: 4 }),
+        fc.integer({ min: 0, max: 60 }),
+        async (terms, purpose, by, direction, roomId, page, upTo) => {
+          const criteria: CandidateCriteria = {
+            orgId: 'demo',
+            roomId,
+            includeExternal: true,
+            filter: signatoryFilter({ purpose }),
+            terms: searchTerms(terms.join(' ')),
+          };
+          const sort = { by, direction };
+          const count = await countSignatories(handle.db, criteria);
+          const few = await findFewMatches(handle.db, criteria, sort, 7, page * 7, upTo);
+          if (count > upTo) {
+            assert.equal(few, undefined, `${count} matches, bound ${upTo}`);
+            return;
+          }
+          assert.equal(few?.total, count);
+          assert.deepEqual(few?.rows, await findSignatories(handle.db, criteria, sort, 7, page * 7, 'walk-sort-index'));
         },
       ),
       { numRuns: 300 },

@@ -149,13 +149,13 @@ export async function findSignatories(
 }
 
 /**
- * For terms too short for the search index: every match's sort keys are
- * collected in one pass over the organization, stopping after `upTo + 1`,
- * then counted and sorted for the page. Returns undefined when there are more
- * than `upTo` (too many to sort: the caller counts them and walks the sort
- * index instead), else the exact total and the page, from the one pass where
- * counting and then finding the page would take two (measured: SQLite, 1M
- * users, term "ng": 0.41 -> 0.2 s).
+ * For lookups with search terms: every match's sort keys are collected in one
+ * pass (from the search index, or over the organization for terms too short
+ * for it), stopping after `upTo + 1`, then counted and sorted for the page.
+ * Returns undefined when there are more than `upTo` (too many to sort: the
+ * caller counts them and walks the sort index instead), else the exact total
+ * and the page, from the one pass where counting and then finding the page
+ * would take two (measured: SQLite, 1M users, term "ng": 0.46 -> 0.18-0.26 s).
  */
 export async function findFewMatches(
   db: Kysely<Database>,
@@ -166,7 +166,8 @@ export async function findFewMatches(
   upTo: number,
 ): Promise<{ total: number; rows: SignatoryRow[] } | undefined> {
   const direction = sort.direction === 'ASC' ? 'asc' : 'desc';
-  const matches = candidates(db, criteria, 'sort-matches')
+  // Starting from the search index when a term can use it, else testing every user.
+  const matches = candidates(db, criteria, 'from-search-index')
     .select(['u.id', 'u.lastname_key', 'u.firstname_key', 'u.email_key'])
     .limit(upTo + 1);
   const found = await db

@@ -138,10 +138,9 @@ export class SignatoryLookup {
   }
 
   /**
-   * The exact number of matches (cached under the directory version) and the page's rows. Terms
-   * all too short for the search index are tested on every user: a first pass collects few
-   * matches, counted and sorted at once; only when there are many is the count a pass of its
-   * own, after which the sort index finds their page quickly.
+   * The exact number of matches (cached under the directory version) and the page's rows. With
+   * search terms, a first pass collects few matches, counted and sorted at once; only when there
+   * are many is the count a pass of its own, after which the sort index finds their page quickly.
    */
   async #totalAndPage(
     db: Kysely<Database>,
@@ -152,7 +151,7 @@ export class SignatoryLookup {
   ): Promise<{ total: number; rows: SignatoryRow[] }> {
     const countKey = cacheKey([keys.directoryVersion, keys.criteria]);
     let total = this.#counts.get(countKey);
-    if (total === undefined && keys.criteria.terms.length > 0 && !canUseSearchIndex(keys.criteria)) {
+    if (total === undefined && keys.criteria.terms.length > 0) {
       const few = await findFewMatches(db, keys.criteria, sort, size, offset, SORT_MATCHES_UP_TO);
       if (few !== undefined) {
         this.#counts.set(countKey, few.total);

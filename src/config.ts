@@ -8,6 +8,11 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** PostgreSQL connections per process. */
   readonly databasePoolSize: number;
+  /**
+   * PostgreSQL: keep reads between requests, told of changes by LISTEN on one more connection
+   * (off behind a pooler in transaction mode, which cannot deliver notices).
+   */
+  readonly databaseChangeNotices: boolean;
   readonly maxPageSize: number;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
@@ -55,6 +60,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     dataDir: path.resolve(cwd, nonEmpty(env, 'SIGNROOM_DATA_DIR', './data')),
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'SIGNROOM_DB_POOL_SIZE', 10, 1, 1000),
+    databaseChangeNotices: oneOf(env, 'SIGNROOM_DB_CHANGE_NOTICES', 'on', ['on', 'off']) === 'on',
     maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
     maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),

@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { DialectName } from './dialect.ts';
 import { PostgresChangeListener } from './change-listener.ts';
-import type { ChangeSource } from '../services/change-scoped-cache.ts';
+import { NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
 import { DatabaseUnavailableError, isDatabaseUnreachable } from './database-errors.ts';
 import { NodeSqliteDatabase } from './sqlite-driver.ts';
 import { migrationsFor } from './migrations/index.ts';
@@ -33,7 +33,9 @@ export const SQLITE_FILE = 'signroom.sqlite';
 
 /** Opens the configured database: PostgreSQL when DATABASE_URL is set, else SQLite under the data directory. */
 export function openDatabase(config: Config): DatabaseHandle {
-  return config.databaseUrl === undefined ? openSqlite(config.dataDir) : openPostgres(config.databaseUrl, config.databasePoolSize);
+  return config.databaseUrl === undefined
+    ? openSqlite(config.dataDir)
+    : openPostgres(config.databaseUrl, config.databasePoolSize, config.databaseChangeNotices);
 }
 
 function openSqlite(dataDir: string): DatabaseHandle {
@@ -67,7 +69,7 @@ function openSqlite(dataDir: string): DatabaseHandle {
 /** How long to wait for a PostgreSQL connection before the request fails with 503. */
 const CONNECT_TIMEOUT_MS = 5000;
 
-function openPostgres(url: string, poolSize: number): DatabaseHandle {
+function openPostgres(url: string, poolSize: number, changeNotices: boolean): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -89,8 +91,9 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     // query on the new connection; if it fails, the connection works as before, only slower.
     client.query('SET jit = off').catch(() => undefined);
   });
-  const changes = new PostgresChangeListener(url);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  if (!changeNotices) return handle(db, 'postgres', describePostgresUrl(url), NO_CHANGE_SOURCE);
+  const changes = new PostgresChangeListener(url);
   return handle(db, 'postgres', describePostgresUrl(url), changes, () => changes.close());
 }
 

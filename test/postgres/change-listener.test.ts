@@ -6,7 +6,10 @@ import { PostgresChangeListener } from '../../src/db/change-listener.ts';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { freshDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../helpers/databases.ts';
 import { CuttableProxy } from '../helpers/tcp.ts';
-import { freshDataDir } from '../helpers/test-app.ts';
+import { DIRECTORY } from '../helpers/fixtures.ts';
+import { basic, freshDataDir, LOOKUP, startTestApp } from '../helpers/test-app.ts';
+import { sql } from 'kysely';
+import { ConfigError } from '../../src/config.ts';
 
 /** Polls until the listener reports a token (it starts listening on its first call). */
 async function listening(listener: PostgresChangeListener): Promise<number> {
@@ -95,5 +98,35 @@ describe('PostgreSQL change notices', () => {
       await listener.close();
       await proxy.cut();
     }
+  });
+});
+
+describe('SIGNROOM_DB_CHANGE_NOTICES', () => {
+  /** The server's listening connections on its database, after it has answered a few lookups. */
+  async function listenersAfterLookups(env: Record<string, string>): Promise<number> {
+    const t = await startTestApp(env);
+    try {
+      await t.importDirectory(DIRECTORY);
+      for (let i = 0; i < 3; i += 1) {
+        const response = await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=1`, headers: { authorization: basic('root', 'root-password') } });
+        assert.equal(response.statusCode, 200);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const rows = await t.sql<{ count: string }>(
+        sql`SELECT count(*) AS count FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'signroom-changes'`,
+      );
+      return Number(rows[0]!.count);
+    } finally {
+      await t.close();
+    }
+  }
+
+  it('listens on one connection by default, and not at all when off (behind a pooler in transaction mode)', async () => {
+    assert.equal(await listenersAfterLookups({}), 1);
+    assert.equal(await listenersAfterLookups({ SIGNROOM_DB_CHANGE_NOTICES: 'off' }), 0);
+  });
+
+  it('refuses any other value', () => {
+    assert.throws(() => loadConfig({ SIGNROOM_DB_CHANGE_NOTICES: 'yes' }), ConfigError);
   });
 });

@@ -85,6 +85,8 @@ interface ImportRun {
   trx: Transaction<Database>;
   problems: ImportProblem[];
   counts: ImportCounts;
+  /** The users' secondary indexes are dropped around the whole file (a bulk load of many organizations). */
+  indexesDropped: boolean;
 }
 
 /** Once a problem is known the run only checks on, so it can report every problem; the transaction is rolled back. */
@@ -116,8 +118,20 @@ export async function importDirectory(
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
-    const run: ImportRun = { trx, problems: [...fileProblems], counts };
-    for (const organization of file.organizations) await importOrganization(run, organization);
+    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false };
+    const importAll = async () => {
+      for (const organization of file.organizations) await importOrganization(run, organization);
+    };
+    // Many organizations that together make a bulk load (each too small to count as one, or each
+    // a large share of what came before) drop the indexes once, around all of them. The unique
+    // keys stay: upserts, the email check and the room members' check look users up by them.
+    const fileUsers = file.organizations.reduce((sum, organization) => sum + organization.userCount, 0);
+    if (writing(run) && file.organizations.length > 1 && isBulkLoad(fileUsers, await countAllUsers(trx))) {
+      run.indexesDropped = true;
+      await withoutUserIndexes(trx, { withKeys: false }, importAll);
+    } else {
+      await importAll();
+    }
     assertSourceUnchanged();
     if (!writing(run)) throw new ImportRejected(run.problems);
     await refreshPlannerStatistics(trx);
@@ -137,7 +151,8 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   if (organization.userCount > 0 && (writing(run) || !firstUsers)) {
     // The whole table is counted only for an organization big enough to be a bulk load: counted
     // for each of many small organizations, it made an import quadratic.
-    const bulk = writing(run) && organization.userCount >= BULK_LOAD_MIN_USERS && isBulkLoad(organization.userCount, await countAllUsers(trx));
+    const bulk =
+      writing(run) && !run.indexesDropped && organization.userCount >= BULK_LOAD_MIN_USERS && isBulkLoad(organization.userCount, await countAllUsers(trx));
     if (bulk) {
       await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers));
     } else {

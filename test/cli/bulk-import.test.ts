@@ -111,6 +111,54 @@ describe('a bulk import that rebuilds the indexes', () => {
     assert.equal((await lookup(`searchQuery=${term}&sortBy=email&size=2000`)).totalElements, expected.length);
   });
 
+  it('rebuilds once around many organizations that together make a bulk load, each too small to be one', async () => {
+    const many = Array.from({ length: 4 }, (_, index) =>
+      sampleOrganization({
+        orgId: `many${index}`,
+        users: 3_000,
+        externalShare: 0.1,
+        pendingShare: 0.2,
+        rooms: [{ id: 'room', members: 50 }],
+        externalSignatories: true,
+        seed: 20 + index,
+      }),
+    ) as unknown as { id: string; users: SampleUser[] }[];
+    const before = await schema();
+    const file = write('many.json', { organizations: many });
+    for (const round of ['first import', 'again, over stored users']) {
+      const imported = await runCli(['import', file], workspace.env);
+      assert.equal(imported.code, 0, `${round}: ${imported.stderr}`);
+      assert.deepEqual(await schema(), before, round);
+      for (const organization of many) {
+        const app = await buildApp(loadConfig({ ...workspace.env, SIGNROOM_LOG_LEVEL: 'silent' }));
+        try {
+          const ask = async (query: string) => {
+            const response = await app.inject({
+              url: `${LOOKUP(organization.id, 'room')}?${query}`,
+              headers: { authorization: basic('root', 'root-password') },
+            });
+            assert.equal(response.statusCode, 200, response.body);
+            return response.json() as { totalElements: number; content: { email: string }[] };
+          };
+          assert.equal((await ask('size=1')).totalElements, 3_000, `${round}: ${organization.id}`);
+          const term = 'schmidt';
+          const expected = organization.users
+            .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(term)))
+            .map((user) => user.email)
+            .sort();
+          const found = await ask(`searchQuery=${term}&sortBy=email&size=2000`);
+          assert.deepEqual(
+            found.content.map((user) => user.email),
+            expected,
+            `${round}: ${organization.id}`,
+          );
+        } finally {
+          await app.close();
+        }
+      }
+    }
+  });
+
   it('keeps the search index in step with a later small import', async () => {
     const renamed = { id: 'u42', firstname: 'Quirinus', lastname: 'Zwetschgenbaum', email: 'quirinus@bulk.example' };
     const imported = await runCli(['import', write('small.json', { organizations: [{ id: 'bulk', name: 'bulk', users: [renamed] }] })], workspace.env);

@@ -10,6 +10,8 @@ const HEARTBEAT_MS = 2000;
 const ANSWER_WITHIN_MS = 2000;
 /** Pause before connecting again after the connection was lost. */
 const RECONNECT_AFTER_MS = 1000;
+/** The catch-up and heartbeat query: which server process answers, and whether it listens. */
+const LISTENING_QUERY = `select pg_backend_pid() as pid, '${CHANGE_CHANNEL}' = any(array(select pg_listening_channels())) as listening`;
 
 /**
  * A change token for PostgreSQL: one connection listens on the channel that
@@ -35,6 +37,8 @@ export class PostgresChangeListener implements ChangeSource {
   #started = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
+  /** The server process that listens (`pg_backend_pid()`): a catch-up answered by another proves nothing. */
+  #listenerPid: number | undefined;
   /** The catch-up query out now (with when it was sent), and the one that callers since then wait for. */
   #asking: { sentAt: number; answered: Promise<void> } | undefined;
   #nextAsk: Promise<void> | undefined;
@@ -70,15 +74,21 @@ export class PostgresChangeListener implements ChangeSource {
   #ask(): Promise<void> {
     const client = this.#client;
     const sentAt = performance.now();
-    const answered = (client === undefined || !this.#listening ? Promise.resolve(false) : this.#answered(client)).then((ok) => {
-      if (this.#asking?.answered === answered) this.#asking = undefined;
-      if (ok && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
-    });
+    const answered = (client === undefined || !this.#listening ? Promise.resolve(false) : this.#answered(client))
+      .catch(() => false)
+      .then((ok) => {
+        if (this.#asking?.answered === answered) this.#asking = undefined;
+        if (ok && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
+      });
     this.#asking = { sentAt, answered };
     return answered;
   }
 
-  /** Whether the connection answered a trivial query; false once it counts as lost (never rejects). */
+  /**
+   * Whether the connection answered, from the server process that listens; false once it counts
+   * as lost (never rejects). Another process answering means a pooler in transaction mode stands
+   * between: notices could then go to whoever holds that process, so nothing is kept any more.
+   */
   #answered(client: pg.Client): Promise<boolean> {
     return new Promise((resolve) => {
       const overdue = setTimeout(() => {
@@ -86,10 +96,12 @@ export class PostgresChangeListener implements ChangeSource {
         resolve(false);
       }, ANSWER_WITHIN_MS);
       overdue.unref();
-      client.query('select 1').then(
-        () => {
+      client.query<{ pid: number; listening: boolean }>(LISTENING_QUERY).then(
+        ({ rows }) => {
           clearTimeout(overdue);
-          resolve(true);
+          if (rows[0]?.pid === this.#listenerPid && rows[0]?.listening === true) return resolve(true);
+          this.#giveUp(client);
+          resolve(false);
         },
         () => {
           clearTimeout(overdue);
@@ -126,6 +138,7 @@ export class PostgresChangeListener implements ChangeSource {
       await client.connect();
       listenSentAt = performance.now();
       await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+      this.#listenerPid = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid;
     } catch {
       this.#lost(client);
       return;
@@ -138,14 +151,30 @@ export class PostgresChangeListener implements ChangeSource {
     this.#scheduleHeartbeat(client);
   }
 
-  /** A connection that stops answering (a network cut sends no error) counts as lost, even while no request asks. */
+  /**
+   * A connection that stops answering (a network cut sends no error) counts as lost, even while
+   * no request asks; a beat is skipped while a catch-up query (which checks the same) is out.
+   */
   #scheduleHeartbeat(client: pg.Client): void {
     this.#timer = setTimeout(() => {
-      void this.#answered(client).then(() => {
+      const beat = this.#asking === undefined ? this.#answered(client) : Promise.resolve(true);
+      void beat.then(() => {
         if (this.#client === client) this.#scheduleHeartbeat(client);
       });
     }, HEARTBEAT_MS);
     this.#timer.unref();
+  }
+
+  /** Stops listening for good: a warning once, and nothing kept between requests from now on. */
+  #giveUp(client: pg.Client): void {
+    if (this.#client !== client) return;
+    this.#closed = true;
+    void this.#drop();
+    process.emitWarning(
+      'PostgreSQL answered on a server process other than the one listening for changes (a pooler in transaction mode?): ' +
+        'nothing is kept between requests any more. Set SIGNROOM_DB_CHANGE_NOTICES=off for such a connection.',
+      { code: 'SIGNROOM_CHANGE_NOTICES' },
+    );
   }
 
   #lost(client: pg.Client): void {

@@ -12,7 +12,7 @@ declare module 'fastify' {
      * When the request arrived (`performance.now()`, set by the auth hook): what the server
      * keeps between requests is used only if it is at least as new as this moment.
      */
-    receivedAt: number;
+    receivedAt?: number;
   }
 }
 

@@ -103,6 +103,20 @@ describe('a bulk import that rebuilds the indexes', () => {
     );
     assert.equal((await lookup('size=1')).totalElements, USERS);
 
+    // A short term with thousands of matches: a full page, read by id in batches, in order.
+    const short = 'ex';
+    const many = organization.users
+      .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(short)))
+      .map((user) => user.email)
+      .sort();
+    assert.ok(many.length > 2000);
+    const full = await lookup(`searchQuery=${short}&sortBy=email&size=2000&page=0`);
+    assert.equal(full.totalElements, many.length);
+    assert.deepEqual(
+      full.content.map((user) => user.email),
+      many.slice(0, 2000),
+    );
+
     // Again, now over stored users: the bulk path upserts, keeping the unique keys.
     const again = await runCli(['import', path.join(workspace.dataDir, 'bulk.json')], workspace.env);
     assert.equal(again.code, 0, again.stderr);

@@ -76,6 +76,49 @@ describe('PostgreSQL change notices', () => {
     }
   });
 
+  it('never misses a commit made before a call while many callers share catch-up queries', { timeout: 60_000 }, async () => {
+    const listener = new PostgresChangeListener(database.env['DATABASE_URL']!);
+    try {
+      await listening(listener);
+      // Callers that keep a catch-up query out nearly all the time, so that a caller often finds
+      // one that was sent before its moment (and must wait for the next one).
+      let running = true;
+      const busy = Array.from({ length: 12 }, async () => {
+        while (running) await (listener.catchUp(performance.now()) ?? new Promise((resolve) => setImmediate(resolve)));
+      });
+      let checks = 0;
+      for (let round = 0; round < 500; round += 1) {
+        const before = listener.token();
+        await writer.query('UPDATE organizations SET directory_version = directory_version + 1');
+        const asOf = performance.now();
+        await Promise.all(
+          Array.from({ length: 6 }, async () => {
+            await listener.catchUp(asOf);
+            assert.notEqual(listener.token(), before, `round ${round}`);
+            checks += 1;
+          }),
+        );
+      }
+      running = false;
+      await Promise.all(busy);
+      assert.equal(checks, 3000);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('ends its connection on close()', async () => {
+    const listener = new PostgresChangeListener(database.env['DATABASE_URL']!);
+    await listening(listener);
+    const listeners = async () =>
+      Number((await writer.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'signroom-changes'`)).rows[0].n);
+    assert.equal(await listeners(), 1);
+    await listener.close();
+    assert.equal(listener.token(), undefined);
+    for (let attempt = 0; attempt < 100 && (await listeners()) > 0; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(await listeners(), 0);
+  });
+
   it('has no token while its connection is lost, and a new one once it listens again', async () => {
     const target = new URL(POSTGRES_ADMIN_URL);
     const proxy = new CuttableProxy({ host: target.hostname, port: Number(target.port || 5432) });

@@ -44,15 +44,15 @@ describe('a bulk import that rebuilds the indexes', () => {
     return file;
   };
   /** The users table's indexes, triggers and keys (also those pointing at it), as the database describes them. */
-  const schema = () =>
+  const schema = (where: CliWorkspace = workspace) =>
     TEST_DIALECT === 'postgres'
-      ? workspace.sql<{ name: string; definition: string }>(
+      ? where.sql<{ name: string; definition: string }>(
           sql`SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE tablename = 'users'
               UNION ALL SELECT conname, conrelid::regclass || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
                 WHERE conrelid = 'users'::regclass OR confrelid = 'users'::regclass
               ORDER BY name, definition`,
         )
-      : workspace.sql<{ name: string; definition: string }>(
+      : where.sql<{ name: string; definition: string }>(
           sql`SELECT name, sql AS definition FROM sqlite_master WHERE tbl_name IN ('users', 'users_search') ORDER BY name`,
         );
   const lookup = async (query: string) => {
@@ -137,14 +137,26 @@ describe('a bulk import that rebuilds the indexes', () => {
         seed: 20 + index,
       }),
     ) as unknown as { id: string; users: SampleUser[] }[];
-    const before = await schema();
-    const file = write('many.json', { organizations: many });
-    for (const round of ['first import', 'again, over stored users']) {
-      const imported = await runCli(['import', file], workspace.env);
-      assert.equal(imported.code, 0, `${round}: ${imported.stderr}`);
-      assert.deepEqual(await schema(), before, round);
+    // A database of its own: the first import finds no user stored at all.
+    const own = await cliWorkspace();
+    try {
+      const migrated = await runCli(['migrate'], own.env);
+      assert.equal(migrated.code, 0, migrated.stderr);
+      const before = await schema(own);
+      const file = write('many.json', { organizations: many, credentials: [{ username: 'root', password: 'root-password', organizations: '*' }] });
+      for (const round of ['first import', 'again, over stored users']) {
+        const imported = await runCli(['import', file], own.env);
+        assert.equal(imported.code, 0, `${round}: ${imported.stderr}`);
+        assert.deepEqual(await schema(own), before, round);
+        await expectEachOrganizationFound(own, round);
+      }
+    } finally {
+      await own.close();
+    }
+
+    async function expectEachOrganizationFound(where: CliWorkspace, round: string): Promise<void> {
       for (const organization of many) {
-        const app = await buildApp(loadConfig({ ...workspace.env, SIGNROOM_LOG_LEVEL: 'silent' }));
+        const app = await buildApp(loadConfig({ ...where.env, SIGNROOM_LOG_LEVEL: 'silent' }));
         try {
           const ask = async (query: string) => {
             const response = await app.inject({
@@ -154,7 +166,9 @@ describe('a bulk import that rebuilds the indexes', () => {
             assert.equal(response.statusCode, 200, response.body);
             return response.json() as { totalElements: number; content: { email: string }[] };
           };
+          // Counted from the tallies: of the organization, and of the room's 50 members.
           assert.equal((await ask('size=1')).totalElements, 3_000, `${round}: ${organization.id}`);
+          assert.equal((await ask('size=1&purpose=SIGNING_REQUEST_SIGNATORY')).totalElements, 50, `${round}: ${organization.id}`);
           const term = 'schmidt';
           const expected = organization.users
             .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(term)))
@@ -170,6 +184,26 @@ describe('a bulk import that rebuilds the indexes', () => {
           await app.close();
         }
       }
+    }
+  });
+
+  it('refuses a first load of many organizations naming an unknown member, and stores nothing', async () => {
+    const own = await cliWorkspace();
+    try {
+      const organizations = [0, 1].map((index) => ({
+        ...sampleOrganization({ orgId: `first${index}`, users: 5_000, externalShare: 0, pendingShare: 0, rooms: [], externalSignatories: false, seed: 40 + index }),
+        rooms: [{ id: 'room', name: 'Room', members: ['u1', 'ghost', 'u2'] }],
+      }));
+      const refused = await runCli(['import', write('unknown-member.json', { organizations })], own.env);
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /^\$\.organizations\[0\]\.rooms\[0\]\.members\[1\]: unknown user id "ghost" in organization "first0"$/m);
+      assert.match(refused.stderr, /^\$\.organizations\[1\]\.rooms\[0\]\.members\[1\]: unknown user id "ghost" in organization "first1"$/m);
+      const stored = await own.sql<{ users: number | string; organizations: number | string }>(
+        sql`SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM organizations) AS organizations`,
+      );
+      assert.deepEqual([Number(stored[0]!.users), Number(stored[0]!.organizations)], [0, 0]);
+    } finally {
+      await own.close();
     }
   });
 

@@ -130,8 +130,10 @@ export async function importDirectory(
     if (storedUsers !== undefined && isBulkLoad(fileUsers, storedUsers)) {
       run.indexesDropped = true;
       // No user stored yet (a first import): nothing to check against or replace, so the
-      // organizations are written many to a statement instead of several statements each.
-      await withoutUserIndexes(trx, { withKeys: false }, storedUsers === 0 ? () => loadFirstOrganizations(run, file.organizations) : importAll);
+      // organizations are written many to a statement instead of several statements each, and
+      // (on PostgreSQL) the unique and foreign keys of users are checked once, after the load.
+      const first = storedUsers === 0;
+      await withoutUserIndexes(trx, { withKeys: first }, first ? () => loadFirstOrganizations(run, file.organizations) : importAll);
       if (writing(run)) await retallyAll(trx);
     } else {
       await importAll();

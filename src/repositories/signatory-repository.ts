@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { containsAllTerms, hasNul, indexableTerms, inSearchIndex, notIndexed } from '../db/dialect-sql.ts';
+import { chunks } from '../db/chunks.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import { sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../domain/signatory-rules.ts';
@@ -199,7 +200,7 @@ export async function findFewMatches(
 async function readUsersInOrder(db: Kysely<Database>, criteria: CandidateCriteria, ids: readonly string[]): Promise<SignatoryRow[]> {
   const position = new Map(ids.map((id, index) => [id, index]));
   const rows: SignatoryRow[] = [];
-  for (const batch of chunksOf(ids, READ_BATCH)) {
+  for (const batch of chunks(ids, READ_BATCH)) {
     const read = await db
       .selectFrom('users as u')
       .where('u.org_id', '=', criteria.orgId)
@@ -213,12 +214,6 @@ async function readUsersInOrder(db: Kysely<Database>, criteria: CandidateCriteri
 
 /** Ids per statement when users are read by id: well under SQLite's 32,766 bound parameters. */
 const READ_BATCH = 500;
-
-function chunksOf<T>(items: readonly T[], size: number): T[][] {
-  const result: T[][] = [];
-  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
-  return result;
-}
 
 const USER_COLUMNS = ['u.id', 'u.firstname', 'u.lastname', 'u.email', 'u.needs_invite'] as const;
 

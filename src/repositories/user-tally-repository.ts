@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import type { Tally } from '../domain/signatory-rules.ts';
 
@@ -19,16 +19,7 @@ export async function findTallies(db: Kysely<Database>, orgId: string, roomId: s
 
 /** Tallies the organization's users and each room's members again: called by the import, in its transaction, after writing. */
 export async function retallyOrganization(db: Kysely<Database>, orgId: string): Promise<void> {
-  await db.deleteFrom('user_tallies').where('org_id', '=', orgId).execute();
-  await sql`
-    insert into user_tallies (org_id, room_id, external, needs_invite, users)
-    select org_id, '', external, needs_invite, count(*) from users where org_id = ${orgId} group by org_id, external, needs_invite`.execute(db);
-  await sql`
-    insert into user_tallies (org_id, room_id, external, needs_invite, users)
-    select m.org_id, m.room_id, u.external, u.needs_invite, count(*)
-    from room_members m join users u on u.org_id = m.org_id and u.id = m.user_id
-    where m.org_id = ${orgId}
-    group by m.org_id, m.room_id, u.external, u.needs_invite`.execute(db);
+  await retally(db, orgId);
 }
 
 /**
@@ -37,13 +28,23 @@ export async function retallyOrganization(db: Kysely<Database>, orgId: string): 
  * tallying the few others as well.
  */
 export async function retallyAll(db: Kysely<Database>): Promise<void> {
-  await db.deleteFrom('user_tallies').execute();
+  await retally(db, undefined);
+}
+
+/** Replaces the tallies of one organization, or of all of them. */
+async function retally(db: Kysely<Database>, orgId: string | undefined): Promise<void> {
+  const ofOrganization = (column: RawBuilder<unknown>) => (orgId === undefined ? sql`` : sql`where ${column} = ${orgId}`);
+  let stale = db.deleteFrom('user_tallies');
+  if (orgId !== undefined) stale = stale.where('org_id', '=', orgId);
+  await stale.execute();
   await sql`
     insert into user_tallies (org_id, room_id, external, needs_invite, users)
-    select org_id, '', external, needs_invite, count(*) from users group by org_id, external, needs_invite`.execute(db);
+    select org_id, '', external, needs_invite, count(*) from users ${ofOrganization(sql.ref('org_id'))}
+    group by org_id, external, needs_invite`.execute(db);
   await sql`
     insert into user_tallies (org_id, room_id, external, needs_invite, users)
     select m.org_id, m.room_id, u.external, u.needs_invite, count(*)
     from room_members m join users u on u.org_id = m.org_id and u.id = m.user_id
+    ${ofOrganization(sql.ref('m.org_id'))}
     group by m.org_id, m.room_id, u.external, u.needs_invite`.execute(db);
 }

@@ -11,7 +11,8 @@ import {
   type UserRow,
 } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
-import type { Database } from '../db/tables.ts';
+import { chunks } from '../db/chunks.ts';
+import type { Database, RoomTable } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport, RoomImport, UserImport } from '../domain/directory-file.ts';
 import { foldedKeys } from '../domain/fold.ts';
 import { needsInvitation } from '../domain/signatory-rules.ts';
@@ -60,12 +61,6 @@ async function countAllUsers(trx: Transaction<Database>): Promise<number> {
 
 /** Rows per multi-row INSERT: well under SQLite's 32,766 bound parameters. */
 const BATCH = 500;
-
-function chunks<T>(items: readonly T[], size = BATCH): T[][] {
-  const result: T[][] = [];
-  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
-  return result;
-}
 
 /** Groups what an iterable gives into arrays of `size`, reading it only as far as needed. */
 function* batches<T>(items: Iterable<T>, size = BATCH): Generator<T[]> {
@@ -167,13 +162,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   }
 
   for (const room of organization.rooms()) {
-    const unknown = await unknownMembers(trx, organization, room);
-    for (const index of unknown) {
-      run.problems.push({
-        path: `${room.path}.members[${room.memberIndexes[index]}]`,
-        message: `unknown user id "${room.members![index]}" in organization "${organization.id}"`,
-      });
-    }
+    for (const index of await unknownMembers(trx, organization, room)) run.problems.push(unknownMember(organization, room, index));
     if (writing(run)) await upsertRoom(trx, organization.id, room);
     run.counts.rooms += 1;
     run.counts.members += room.members?.length ?? 0;
@@ -221,7 +210,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
   const { trx } = run;
   const batch = insertBatch(dialectOf(trx));
   let pendingOrganizations: OrganizationImport[] = [];
-  let pendingRooms: { org_id: string; id: string; name: string }[] = [];
+  let pendingRooms: RoomTable[] = [];
   let pendingMembers: { org_id: string; room_id: string; user_id: string }[] = [];
   let pendingUsers: UserRow[] = [];
   // One write at a time goes to the database while the next rows are read and prepared here; each
@@ -237,13 +226,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
     const write = async () => {
       if (organizationRows.length > 0) await upsertOrganizationRows(trx, organizationRows);
       if (userRows.length > 0) await prepareUserUpsert(trx, userRows, { insertOnly: true })();
-      for (const rows of chunks(roomRows)) {
-        await trx
-          .insertInto('rooms')
-          .values(rows)
-          .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
-          .execute();
-      }
+      for (const rows of chunks(roomRows, BATCH)) await upsertRoomRows(trx, rows);
       for (const rows of chunks(memberRows, batch)) await insertMemberRows(trx, rows);
     };
     const previous = inFlight;
@@ -265,7 +248,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
       for (const [index, userId] of (room.members ?? []).entries()) {
         // With no user stored, a member the file does not list is unknown.
         if (!organization.listedUsers.has(userId)) {
-          run.problems.push({ path: `${room.path}.members[${room.memberIndexes[index]}]`, message: `unknown user id "${userId}" in organization "${organization.id}"` });
+          run.problems.push(unknownMember(organization, room, index));
         }
         pendingMembers.push({ org_id: organization.id, room_id: room.id, user_id: userId });
         // The room, its organization and its users are pending too, and are written first.
@@ -300,12 +283,20 @@ function userRow(orgId: string, user: UserImport): UserRow {
   };
 }
 
+/** The problem of `room.members[index]`, which names no user of the organization. */
+function unknownMember(organization: OrganizationImport, room: RoomImport, index: number): ImportProblem {
+  return {
+    path: `${room.path}.members[${room.memberIndexes[index]}]`,
+    message: `unknown user id "${room.members![index]}" in organization "${organization.id}"`,
+  };
+}
+
 /** Indexes into room.members of the ids neither the file nor the database knows as users of the organization. */
 async function unknownMembers(trx: Transaction<Database>, organization: OrganizationImport, room: RoomImport): Promise<number[]> {
   const members = room.members ?? [];
   const notInFile = members.flatMap((userId, index) => (organization.listedUsers.has(userId) ? [] : [index]));
   const known = new Set<string>();
-  for (const batch of chunks(notInFile.map((index) => members[index]!))) {
+  for (const batch of chunks(notInFile.map((index) => members[index]!), BATCH)) {
     const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).execute();
     for (const row of rows) known.add(row.id);
   }
@@ -313,16 +304,21 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
 }
 
 async function upsertRoom(trx: Transaction<Database>, orgId: string, room: RoomImport): Promise<void> {
-  await trx
-    .insertInto('rooms')
-    .values({ org_id: orgId, id: room.id, name: room.name })
-    .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
-    .execute();
+  await upsertRoomRows(trx, [{ org_id: orgId, id: room.id, name: room.name }]);
   if (room.members === undefined) return;
   await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
   for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
     await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
   }
+}
+
+/** Creates rooms, or renames those that exist (by organization and id). */
+async function upsertRoomRows(trx: Transaction<Database>, rows: readonly RoomTable[]): Promise<void> {
+  await trx
+    .insertInto('rooms')
+    .values([...rows])
+    .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+    .execute();
 }
 
 /**
@@ -375,7 +371,7 @@ async function upsertUsers(run: ImportRun, organization: OrganizationImport, fir
   for (const batch of batches(organization.users(), insertBatch(dialectOf(trx)))) {
     // An organization without stored users (a first import) has no email to collide with.
     if (!firstUsers) {
-      for (const part of chunks(batch)) run.problems.push(...(await emailConflicts(trx, organization, part)));
+      for (const part of chunks(batch, BATCH)) run.problems.push(...(await emailConflicts(trx, organization, part)));
     }
     if (!writing(run)) continue;
     const rows = batch.map((user) => userRow(orgId, user));

@@ -165,7 +165,6 @@ export class SignatoryLookup {
     const rows = offset >= total ? [] : await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total));
     return { total, rows };
   }
-
 }
 
 /**

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -19,6 +20,21 @@ interface SampleUser {
   firstname: string | null;
   lastname: string | null;
   email: string;
+}
+
+/** The emails of the users a search for `term` finds (in any of the three fields), in email order. */
+function emailsMatching(users: readonly SampleUser[], term: string): string[] {
+  return users
+    .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(term)))
+    .map((user) => user.email)
+    .sort();
+}
+
+/** A lookup in the organization's room "room" as root, which must answer 200. */
+async function askLookup(app: FastifyInstance, orgId: string, query: string): Promise<{ totalElements: number; content: { email: string }[] }> {
+  const response = await app.inject({ url: `${LOOKUP(orgId, 'room')}?${query}`, headers: { authorization: basic('root', 'root-password') } });
+  assert.equal(response.statusCode, 200, response.body);
+  return response.json();
 }
 
 /**
@@ -58,9 +74,7 @@ describe('a bulk import that rebuilds the indexes', () => {
   const lookup = async (query: string) => {
     const app = await buildApp(loadConfig({ ...workspace.env, SIGNROOM_LOG_LEVEL: 'silent' }));
     try {
-      const response = await app.inject({ url: `${LOOKUP('bulk', 'room')}?${query}`, headers: { authorization: basic('root', 'root-password') } });
-      assert.equal(response.statusCode, 200, response.body);
-      return response.json() as { totalElements: number; content: { email: string }[] };
+      return await askLookup(app, 'bulk', query);
     } finally {
       await app.close();
     }
@@ -90,10 +104,7 @@ describe('a bulk import that rebuilds the indexes', () => {
     assert.deepEqual(await schema(), before);
 
     const term = 'muller.1';
-    const expected = organization.users
-      .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(term)))
-      .map((user) => user.email)
-      .sort();
+    const expected = emailsMatching(organization.users, term);
     const page = await lookup(`searchQuery=${term}&sortBy=email&size=2000`);
     assert.ok(expected.length > 10);
     assert.equal(page.totalElements, expected.length);
@@ -105,10 +116,7 @@ describe('a bulk import that rebuilds the indexes', () => {
 
     // A short term with thousands of matches: a full page, read by id in batches, in order.
     const short = 'ex';
-    const many = organization.users
-      .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(short)))
-      .map((user) => user.email)
-      .sort();
+    const many = emailsMatching(organization.users, short);
     assert.ok(many.length > 2000);
     const full = await lookup(`searchQuery=${short}&sortBy=email&size=2000&page=0`);
     assert.equal(full.totalElements, many.length);
@@ -158,22 +166,12 @@ describe('a bulk import that rebuilds the indexes', () => {
       for (const organization of many) {
         const app = await buildApp(loadConfig({ ...where.env, SIGNROOM_LOG_LEVEL: 'silent' }));
         try {
-          const ask = async (query: string) => {
-            const response = await app.inject({
-              url: `${LOOKUP(organization.id, 'room')}?${query}`,
-              headers: { authorization: basic('root', 'root-password') },
-            });
-            assert.equal(response.statusCode, 200, response.body);
-            return response.json() as { totalElements: number; content: { email: string }[] };
-          };
+          const ask = (query: string) => askLookup(app, organization.id, query);
           // Counted from the tallies: of the organization, and of the room's 50 members.
           assert.equal((await ask('size=1')).totalElements, 3_000, `${round}: ${organization.id}`);
           assert.equal((await ask('size=1&purpose=SIGNING_REQUEST_SIGNATORY')).totalElements, 50, `${round}: ${organization.id}`);
           const term = 'schmidt';
-          const expected = organization.users
-            .filter((user) => [user.firstname, user.lastname, user.email].some((field) => fold(field).includes(term)))
-            .map((user) => user.email)
-            .sort();
+          const expected = emailsMatching(organization.users, term);
           const found = await ask(`searchQuery=${term}&sortBy=email&size=2000`);
           assert.deepEqual(
             found.content.map((user) => user.email),

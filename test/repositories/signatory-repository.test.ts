@@ -4,9 +4,14 @@ import fc from 'fast-check';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { demoDirectory } from '../../src/demo/sample-directory.ts';
 import { searchTerms } from '../../src/domain/fold.ts';
-import { signatoryFilter, PURPOSES, SORT_FIELDS } from '../../src/domain/signatory-rules.ts';
+import { signatoryFilter, PURPOSES, SORT_FIELDS, type Purpose } from '../../src/domain/signatory-rules.ts';
 import { countSignatories, findFewMatches, findSignatories, type CandidateCriteria } from '../../src/repositories/signatory-repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/** What a lookup in the demo organization's room asks for: the purpose's filter and the words as search terms. */
+function demoCriteria(roomId: string, purpose: Purpose | undefined, words: readonly string[]): CandidateCriteria {
+  return { orgId: 'demo', roomId, includeExternal: true, filter: signatoryFilter({ purpose }), terms: searchTerms(words.join(' ')) };
+}
 
 describe('signatory repository: both page plans give the same rows', () => {
   let t: TestApp;
@@ -33,13 +38,7 @@ describe('signatory repository: both page plans give the same rows', () => {
         fc.constantFrom('board', 'contracts'),
         fc.integer({ min: 0, max: 3 }),
         async (terms, purpose, by, direction, roomId, page) => {
-          const criteria: CandidateCriteria = {
-            orgId: 'demo',
-            roomId,
-            includeExternal: true,
-            filter: signatoryFilter({ purpose }),
-            terms: searchTerms(terms.join(' ')),
-          };
+          const criteria = demoCriteria(roomId, purpose, terms);
           const sort = { by, direction };
           const walked = await findSignatories(handle.db, criteria, sort, 7, page * 7, 'walk-sort-index');
           const searched = await findSignatories(handle.db, criteria, sort, 7, page * 7, 'from-search-index');
@@ -65,13 +64,7 @@ describe('signatory repository: both page plans give the same rows', () => {
         fc.integer({ min: 0, max: 4 }),
         fc.integer({ min: 0, max: 300 }),
         async (chosen, purpose, by, direction, roomId, page, upTo) => {
-          const criteria: CandidateCriteria = {
-            orgId: 'demo',
-            roomId,
-            includeExternal: true,
-            filter: signatoryFilter({ purpose }),
-            terms: searchTerms(chosen.join(' ')),
-          };
+          const criteria = demoCriteria(roomId, purpose, chosen);
           const sort = { by, direction };
           // Every match, found by walking the sort index: a plan that shares nothing with the one pass.
           const all = await findSignatories(handle.db, criteria, sort, 10_000, 0, 'walk-sort-index');

@@ -51,14 +51,22 @@ function withoutSpacing(text: string, jsonEscapes: boolean): string {
  * `data:…;base64,` header. With `jsonEscapes`, the bytes are the inside of a
  * JSON string, so `\n`, `\r`, `\t`, `\/` and `\uXXXX` escapes are read as the
  * characters they stand for. Works a chunk at a time with native decoding, so
- * a 35 MB payload costs tens of milliseconds and no second copy.
+ * a 35 MB payload costs tens of milliseconds.
+ *
+ * With `inPlace`, the decoded bytes are written over `source[start, …)`, which
+ * the caller gives up: decoding only ever shrinks the text, so each chunk is
+ * written behind the point already read, and the document costs no memory
+ * beyond the request body that carried it.
  */
-export function decodeBase64(source: Uint8Array, start = 0, end = source.length, jsonEscapes = false): PayloadResult {
+export function decodeBase64(
+  source: Uint8Array,
+  { start = 0, end = source.length, jsonEscapes = false, inPlace = false }: { start?: number; end?: number; jsonEscapes?: boolean; inPlace?: boolean } = {},
+): PayloadResult {
   const bytes = Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   const header = DATA_URI.exec(bytes.toString('latin1', start, Math.min(end, start + DATA_URI_MAX)));
   let at = start + (header === null ? 0 : header[0].length);
 
-  const output = Buffer.allocUnsafe(Math.floor(((end - at) * 3) / 4) + 3);
+  const output = inPlace ? bytes.subarray(start, end) : Buffer.allocUnsafe(Math.floor(((end - at) * 3) / 4) + 3);
   let written = 0;
   let carry = '';
   let padding = 0;
@@ -104,7 +112,7 @@ export function decodeBase64(source: Uint8Array, start = 0, end = source.length,
     if (decoded !== (whole / 4) * 3) {
       const invalid = INVALID.exec(text);
       const character = invalid === null ? '?' : invalid[0];
-      return { ok: false, reason: `payload is not base64: character ${JSON.stringify(describeCharacter(character, bytes, start + offset, raw))} near position ${offset + Math.max(0, raw.indexOf(character)) + 1}` };
+      return { ok: false, reason: `payload is not base64: character ${JSON.stringify(describeCharacter(character, raw))} near position ${offset + Math.max(0, raw.indexOf(character)) + 1}` };
     }
     written += decoded;
     carry = group.slice(whole);
@@ -117,7 +125,7 @@ export function decodeBase64(source: Uint8Array, start = 0, end = source.length,
     for (let k = 0; k < carry.length; k++) {
       const code = carry.charCodeAt(k);
       if (code >= 128 || SEXTET[code]! < 0) {
-        return { ok: false, reason: `payload is not base64: character ${JSON.stringify(describeCharacter(carry[k]!, bytes, start, bytes.toString('latin1', start, end)))} near the end` };
+        return { ok: false, reason: `payload is not base64: character ${JSON.stringify(describeCharacter(carry[k]!, carry))} near the end` };
       }
     }
     const last = SEXTET[carry.charCodeAt(carry.length - 1)]!;
@@ -136,18 +144,23 @@ function unescape(_match: string, hex: string | undefined, control: string | und
   return '/';
 }
 
-/** The offending character for an error message: non-ASCII bytes are shown as the UTF-8 character they start. */
-function describeCharacter(character: string, bytes: Buffer, chunkStart: number, raw: string): string {
+/**
+ * The offending character for an error message: a non-ASCII byte is shown as
+ * the UTF-8 character it starts. `text` holds the bytes read, one character per
+ * byte (latin1), not the buffer, which in-place decoding has overwritten.
+ */
+function describeCharacter(character: string, text: string): string {
   const code = character.charCodeAt(0);
   if (code < 0x80) return character;
-  const index = raw.indexOf(character);
-  return index === -1 ? character : bytes.toString('utf8', chunkStart + index, chunkStart + index + 4).slice(0, 1);
+  const index = text.indexOf(character);
+  if (index === -1) return character;
+  const decoded = Buffer.from(text.slice(index, index + 4), 'latin1').toString('utf8');
+  return String.fromCodePoint(decoded.codePointAt(0)!);
 }
 
 /** Decodes a payload given as a string (the CLI, tests): the same rules as decodeBase64. */
 export function decodePayload(payload: string): PayloadResult {
-  const bytes = Buffer.from(payload, 'utf8');
-  return decodeBase64(bytes);
+  return decodeBase64(Buffer.from(payload, 'utf8'), { inPlace: true });
 }
 
 export type DocumentType = 'application/pdf' | 'image/png' | 'image/jpeg';

@@ -3,8 +3,9 @@ import { decodeBase64, type PayloadResult } from './payload.ts';
 /**
  * A JSON parser (RFC 8259) for upload bodies that never turns the `payload`
  * into a JavaScript string: its base64 is decoded straight from the raw bytes,
- * so a 25 MiB document costs the raw body plus the decoded bytes, not also two
- * 33 MiB strings. Every other value is parsed as JSON.parse would.
+ * over the very bytes it came in, so a 25 MiB document costs the raw body only:
+ * not also a decoded copy, nor two 33 MiB strings. Every other value is parsed
+ * as JSON.parse would.
  */
 
 /** The body is not valid JSON, or is hostile (`__proto__`, `constructor.prototype`). */
@@ -187,7 +188,7 @@ class Parser {
   #payload(): string {
     const { start, end } = this.#scanPayload();
     if (start === end) return '';
-    this.payload = decodeBase64(this.#bytes, start, end, true);
+    this.payload = decodeBase64(this.#bytes, { start, end, jsonEscapes: true, inPlace: true });
     return 'base64';
   }
 
@@ -205,7 +206,11 @@ class Parser {
   }
 }
 
-/** Parses an upload body; throws JsonBodyError for invalid or hostile JSON. */
+/**
+ * Parses an upload body; throws JsonBodyError for invalid or hostile JSON.
+ * The payload is decoded in place: `raw` is consumed, and the decoded bytes
+ * are a view of it.
+ */
 export function parseUploadBody(raw: Buffer): ParsedUploadBody {
   const parser = new Parser(raw);
   const value = parser.parse();

@@ -1,10 +1,12 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { effectivePageSize } from '../domain/paging.ts';
 import { decodePayload, type PayloadResult } from '../domain/payload.ts';
 import { JsonBodyError, parseUploadBody } from '../domain/upload-body.ts';
 import { ProblemError } from '../errors.ts';
+import { readRequestBody } from './request-body.ts';
 import {
   DocumentListQuery,
   DocumentMetadata,
@@ -46,20 +48,22 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
   const { documents } = options;
   const bodyLimit = uploadBodyLimit(options.maxDocumentBytes);
 
-  // Upload bodies are parsed from raw bytes so the payload is decoded without
-  // becoming a string first; the decoded bytes travel beside the body, which
-  // keeps a short stand-in for schema validation.
+  // Upload bodies are read into one buffer and parsed from raw bytes, so the
+  // payload is decoded in place without becoming a string first; the decoded
+  // bytes travel beside the body, which keeps a short stand-in for schema
+  // validation.
   const decodedPayloads = new WeakMap<object, PayloadResult>();
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, raw, done) => {
+  app.addContentTypeParser('application/json', { bodyLimit }, async (request: FastifyRequest, stream: IncomingMessage) => {
+    const raw = await readRequestBody(stream, request.headers['content-length'], bodyLimit);
     try {
-      const parsed = parseUploadBody(raw as Buffer);
+      const parsed = parseUploadBody(raw);
       if (parsed.payload !== undefined && typeof parsed.value === 'object' && parsed.value !== null) {
         decodedPayloads.set(parsed.value, parsed.payload);
       }
-      done(null, parsed.value);
+      return parsed.value;
     } catch (error) {
-      done(error instanceof JsonBodyError ? new ProblemError('malformed-request', error.message) : (error as Error), undefined);
+      throw error instanceof JsonBodyError ? new ProblemError('malformed-request', error.message) : error;
     }
   });
 

@@ -64,6 +64,24 @@ describe('parseUploadBody', () => {
     );
   });
 
+  it('decodes the payload over the body it came in, and keeps what follows it intact', () => {
+    const document = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
+    const raw = Buffer.from(JSON.stringify({ payload: document.toString('base64'), name: 'after' }));
+    const parsed = parseUploadBody(raw);
+    assert.ok(parsed.payload?.ok);
+    assert.deepEqual(parsed.payload.bytes, document);
+    assert.equal(parsed.payload.bytes.buffer, raw.buffer, 'no second copy of the document');
+    assert.deepEqual(parsed.value, { payload: 'base64', name: 'after' });
+  });
+
+  it('names a non-ASCII character in the payload, even after decoding over it', () => {
+    for (const [payload, character] of [['QUJD'.repeat(30_000) + 'é', 'é'], ['QUJDRUZH€', '€'], ['QQ😀', '😀']] as const) {
+      const parsed = parseUploadBody(Buffer.from(JSON.stringify({ payload })));
+      assert.ok(parsed.payload !== undefined && !parsed.payload.ok);
+      assert.match(parsed.payload.reason, new RegExp(`character "${character}"`), payload.slice(-10));
+    }
+  });
+
   it('decodes escapes that fall on the boundaries of its internal chunks', () => {
     for (let seed = 0; seed < 40; seed++) {
       const bytes = Buffer.from(Array.from({ length: 150_000 + seed * 997 }, (_, i) => (i * 31 + seed * 7) % 256));

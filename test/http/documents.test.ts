@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { corpusDir } from '../helpers/corpus.ts';
 import { DIRECTORY, ACME_PASSWORD } from '../helpers/fixtures.ts';
@@ -154,6 +155,21 @@ describe('document upload and retrieval', () => {
     const huge = await upload({ payload: 'A'.repeat(MAX_BYTES * 3) });
     assert.equal(huge.statusCode, 413);
     assert.equal(huge.headers['content-type'], 'application/problem+json; charset=utf-8');
+  });
+
+  it('reads a body sent in chunks of unknown length, and refuses one shorter than its declared length', async () => {
+    const body = JSON.stringify({ payload: topHalfBlackPdf().toString('base64'), name: 'chunked.pdf' });
+    const chunked = await t.app.inject({
+      method: 'POST',
+      url: DOCS(),
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      payload: Readable.from([body.slice(0, 100), body.slice(100, 5000), body.slice(5000)].map((part) => Buffer.from(part))),
+    });
+    assert.equal(chunked.raw.req.headers['content-length'], undefined, 'sent without a length');
+    assert.equal(chunked.statusCode, 201, chunked.body);
+    const short = await upload(body, { 'content-length': String(Buffer.byteLength(body) + 10) });
+    assert.equal(short.statusCode, 400, short.body);
+    assert.equal(short.headers['content-type'], 'application/problem+json; charset=utf-8');
   });
 
   it('refuses truncated and garbage PDFs with a 422', async () => {

@@ -13,6 +13,7 @@ import { PDFiumLibrary } from '@hyzyla/pdfium';
 import sharp from 'sharp';
 import { getDocument, PasswordException } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { thumbnailSize } from '../domain/thumbnail-geometry.ts';
+import { withoutEmbeddedFontMaps } from './embedded-font-maps.ts';
 import type { RenderJob, WorkerMessage } from './render-protocol.ts';
 
 const require = createRequire(import.meta.url);
@@ -74,7 +75,7 @@ async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boole
   const library = await pdfium;
   let document;
   try {
-    document = await library.loadDocument(bytes);
+    document = await library.loadDocument(withoutEmbeddedFontMaps(bytes) ?? bytes);
   } catch (error) {
     if (/password/i.test(describe(error))) {
       send({ id: job.id, stage: 'failed', reason: 'encrypted', detail: 'the PDF needs a password to open' });

@@ -1,0 +1,133 @@
+/**
+ * Drawing needs no `/ToUnicode` map for a font whose program is embedded: the
+ * map only says which Unicode text a glyph stands for (copying, searching),
+ * and the glyphs themselves come from the embedded program. PDFium reads the
+ * map anyway when it loads the font, and some producers (TCPDF, common for
+ * generated contracts and invoices) write one covering all 65,536 codes: two
+ * such fonts cost 45 ms of a 50 ms thumbnail. So the renderer is given a copy
+ * of the file in which the `/ToUnicode` entries of embedded fonts are blanked
+ * out with spaces of the same length: every byte offset, and so the
+ * cross-reference table, stays valid. The stored document is never changed.
+ *
+ * Only composite (Type 0) fonts lose the map, and only when their glyphs are
+ * chosen without it: an embedded CIDFontType0 (CFF) program, or an embedded
+ * CIDFontType2 (TrueType) program with an explicit CIDToGIDMap. A font that is
+ * not embedded keeps its map (PDFium picks a substitute font's glyphs by
+ * Unicode), and so does a simple TrueType font, for the same reason: blanking
+ * one changed a corpus file's thumbnail. Objects inside compressed object
+ * streams are not seen, and are left as they are.
+ */
+
+// Quantifiers are bounded, and numbers must start a digit run, so hostile
+// bytes (long runs of digits or spaces) cannot make a search quadratic.
+const TO_UNICODE = /\/ToUnicode\s{1,32}\d{1,10}\s{1,32}\d{1,5}\s{1,32}R/g;
+const OBJECT_HEADER = /(?<!\d)(\d{1,10})\s{1,32}\d{1,5}\s{1,32}obj\b/g;
+const DESCENDANT = /\/DescendantFonts\s{0,32}\[\s{0,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
+const DESCENDANT_REFERENCE = /\/DescendantFonts\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
+const DESCRIPTOR = /\/FontDescriptor\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
+const FONT_FILE = /\/FontFile[23]\s{1,32}\d{1,10}\s{1,32}\d{1,5}\s{1,32}R/;
+const FIRST_REFERENCE = /^\s{0,32}\[\s{0,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
+const TYPE0 = /\/Subtype\s{0,32}\/Type0\b/;
+const CID_TYPE0 = /\/Subtype\s{0,32}\/CIDFontType0\b/;
+const CID_TO_GID_MAP = /\/CIDToGIDMap\s{0,32}(?:\/Identity\b|\d{1,10}\s{1,32}\d{1,5}\s{1,32}R)/;
+/** A dictionary is read up to its object's end or stream, and no further than this. */
+const MAX_OBJECT_TEXT = 64 * 1024;
+/** Real files have tens of fonts; past this many maps the file is left as it is. */
+const MAX_MAPS = 1000;
+/**
+ * Larger files are left as they are: the scan costs about 4 ms per MiB, and
+ * what it saves (about 20 ms per font) matters for small documents.
+ */
+const MAX_SCANNED_BYTES = 4 * 1024 * 1024;
+
+/** The file with the `/ToUnicode` entries of embedded fonts blanked out, or undefined when there are none. */
+export function withoutEmbeddedFontMaps(pdf: Buffer): Buffer | undefined {
+  if (pdf.length > MAX_SCANNED_BYTES || pdf.indexOf('/ToUnicode') === -1) return undefined;
+  const text = pdf.toString('latin1');
+  const objects = new ObjectIndex(text);
+  let result: Buffer | undefined;
+  let maps = 0;
+  for (const match of text.matchAll(TO_UNICODE)) {
+    if (++maps > MAX_MAPS) return undefined;
+    const font = objects.enclosing(match.index);
+    if (font === undefined || !objects.drawsWithoutMap(font)) continue;
+    result ??= Buffer.from(pdf);
+    result.fill(0x20, match.index, match.index + match[0].length);
+  }
+  return result;
+}
+
+/** Where each object of the file starts (the last definition wins, as with incremental updates). */
+class ObjectIndex {
+  readonly #text: string;
+  readonly #starts: number[] = [];
+  readonly #byNumber = new Map<number, number>();
+  readonly #bodies = new Map<number, string>();
+
+  constructor(text: string) {
+    this.#text = text;
+    for (const header of text.matchAll(OBJECT_HEADER)) {
+      const start = header.index + header[0].length;
+      this.#starts.push(start);
+      this.#byNumber.set(Number(header[1]), start);
+    }
+  }
+
+  /** The text of the object that holds `position`. */
+  enclosing(position: number): string | undefined {
+    const starts = this.#starts;
+    let low = 0;
+    let high = starts.length - 1;
+    let found = -1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      if (starts[middle]! <= position) {
+        found = middle;
+        low = middle + 1;
+      } else {
+        high = middle - 1;
+      }
+    }
+    if (found === -1) return undefined;
+    const body = this.#body(starts[found]!);
+    return position < starts[found]! + body.length ? body : undefined;
+  }
+
+  /** The text of object `number`, up to its end, its stream, or MAX_OBJECT_TEXT. */
+  object(number: number): string | undefined {
+    const start = this.#byNumber.get(number);
+    return start === undefined ? undefined : this.#body(start);
+  }
+
+  #body(start: number): string {
+    let body = this.#bodies.get(start);
+    if (body === undefined) {
+      const window = this.#text.slice(start, start + MAX_OBJECT_TEXT);
+      const ends = [window.indexOf('endobj'), window.indexOf('stream')].filter((at) => at !== -1);
+      body = ends.length === 0 ? window : window.slice(0, Math.min(...ends));
+      this.#bodies.set(start, body);
+    }
+    return body;
+  }
+
+  /** Whether a font dictionary is a Type 0 font whose embedded descendant maps codes to glyphs without Unicode. */
+  drawsWithoutMap(font: string): boolean {
+    if (!TYPE0.test(font)) return false;
+    const descendant = this.#descendant(font);
+    if (descendant === undefined || !(CID_TYPE0.test(descendant) || CID_TO_GID_MAP.test(descendant))) return false;
+    const descriptor = DESCRIPTOR.exec(descendant);
+    if (descriptor === null) return false;
+    const body = this.object(Number(descriptor[1]));
+    return body !== undefined && FONT_FILE.test(body);
+  }
+
+  #descendant(font: string): string | undefined {
+    const inline = DESCENDANT.exec(font);
+    if (inline !== null) return this.object(Number(inline[1])) ?? '';
+    const reference = DESCENDANT_REFERENCE.exec(font);
+    if (reference === null) return undefined;
+    const array = this.object(Number(reference[1]));
+    const first = array === undefined ? null : FIRST_REFERENCE.exec(array);
+    return first === null ? '' : (this.object(Number(first[1])) ?? '');
+  }
+}

@@ -13,12 +13,20 @@ export interface Config {
    * (off behind a pooler in transaction mode, which cannot deliver notices).
    */
   readonly databaseChangeNotices: boolean;
+  /** SQLite: how much of the database file is memory-mapped, and the page cache beside it, in bytes. */
+  readonly sqliteMemory: SqliteMemory;
   readonly maxPageSize: number;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
   readonly logLevel: string;
   readonly login: LoginPolicy;
   readonly render: RenderBudget;
+}
+
+/** What SQLite may keep in the server's memory: both count in its resident size. */
+export interface SqliteMemory {
+  readonly mmapBytes: number;
+  readonly cacheBytes: number;
 }
 
 /** How thumbnails are rendered: worker processes and what one render may spend. */
@@ -61,6 +69,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'SIGNROOM_DB_POOL_SIZE', 10, 1, 1000),
     databaseChangeNotices: oneOf(env, 'SIGNROOM_DB_CHANGE_NOTICES', 'on', ['on', 'off']) === 'on',
+    sqliteMemory: Object.freeze({
+      mmapBytes: integer(env, 'SIGNROOM_SQLITE_MMAP_MB', 256, 0, 1_048_576) * 1024 * 1024,
+      cacheBytes: integer(env, 'SIGNROOM_SQLITE_CACHE_MB', 64, 1, 1_048_576) * 1024 * 1024,
+    }),
     maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
     maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),

@@ -70,10 +70,15 @@ export class ProblemError extends Error {
   }
 }
 
-/** The problem body for `code` at `instance` (the request path). */
+/**
+ * The problem body for `code` at `instance` (the request path). A 400 always
+ * names what was wrong in `errors` (contract section 5): when the caller names
+ * nothing more precise, the request as a whole.
+ */
 export function problemBody(code: ProblemCode, detail: string, instance: string, errors?: ParameterError[]): ProblemBody {
   const { status, title } = PROBLEMS[code];
   const body: ProblemBody = { type: problemType(code), title, status, detail, instance, code };
   if (errors !== undefined) body.errors = errors;
+  else if (status === 400) body.errors = [{ parameter: 'request', message: detail }];
   return body;
 }

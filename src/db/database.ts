@@ -4,7 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
-import type { Config } from '../config.ts';
+import type { Config, SqliteMemory } from '../config.ts';
 import type { DialectName } from './dialect.ts';
 import { PostgresChangeListener } from './change-listener.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
@@ -34,11 +34,11 @@ export const SQLITE_FILE = 'signroom.sqlite';
 /** Opens the configured database: PostgreSQL when DATABASE_URL is set, else SQLite under the data directory. */
 export function openDatabase(config: Config): DatabaseHandle {
   return config.databaseUrl === undefined
-    ? openSqlite(config.dataDir)
+    ? openSqlite(config.dataDir, config.sqliteMemory)
     : openPostgres(config.databaseUrl, config.databasePoolSize, config.databaseChangeNotices);
 }
 
-function openSqlite(dataDir: string): DatabaseHandle {
+function openSqlite(dataDir: string, memory: SqliteMemory): DatabaseHandle {
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, SQLITE_FILE);
   const native = new DatabaseSync(file, { timeout: 5000 });
@@ -49,8 +49,8 @@ function openSqlite(dataDir: string): DatabaseHandle {
     PRAGMA synchronous = FULL;
     PRAGMA foreign_keys = ON;
     PRAGMA temp_store = MEMORY;
-    PRAGMA cache_size = -65536;
-    PRAGMA mmap_size = 268435456;
+    PRAGMA cache_size = -${Math.ceil(memory.cacheBytes / 1024)};
+    PRAGMA mmap_size = ${memory.mmapBytes};
   `);
   const database = new NodeSqliteDatabase(native);
   // Changes when any other connection (another process: the CLI) commits; a few microseconds.

@@ -63,7 +63,8 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       }
       return parsed.value;
     } catch (error) {
-      throw error instanceof JsonBodyError ? new ProblemError('malformed-request', error.message) : error;
+      if (!(error instanceof JsonBodyError)) throw error;
+      throw new ProblemError('malformed-request', error.message, { errors: [{ parameter: 'body', message: error.message }] });
     }
   });
 

@@ -43,7 +43,10 @@ export function installProblemHandlers(app: FastifyInstance): void {
       return sendProblem(reply, error.code, error.message, { errors: error.errors, headers: error.headers });
     }
     const mapped = error.code !== undefined ? FASTIFY_CODES[error.code] : undefined;
-    if (mapped !== undefined) return sendProblem(reply, mapped, error.message);
+    if (mapped !== undefined) {
+      const parameter = error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' ? 'Content-Length' : 'body';
+      return sendProblem(reply, mapped, error.message, { errors: [{ parameter, message: error.message }] });
+    }
     if (error.validation !== undefined) {
       const errors = error.validation.map((issue) => ({
         parameter: issue.instancePath.replace(/^\//, '').replaceAll('/', '.') || String(issue.params?.['missingProperty'] ?? error.validationContext ?? 'body'),
@@ -111,7 +114,8 @@ export function watchAllowedMethods(app: FastifyInstance, skipPrefix: string): (
  */
 export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_BAD_URL') {
-    sendProblem(reply, 'malformed-request', 'The URL is not valid: it has a malformed percent-encoding.');
+    const detail = 'The URL is not valid: it has a malformed percent-encoding.';
+    sendProblem(reply, 'malformed-request', detail, { errors: [{ parameter: 'url', message: detail }] });
   } else {
     sendProblem(reply, 'route-not-found', 'No resource at this URL.');
   }

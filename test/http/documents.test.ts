@@ -118,6 +118,11 @@ describe('document upload and retrieval', () => {
       const response = await upload(body);
       assert.equal(response.statusCode, 400, `${body}: ${response.body}`);
       assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+      const problem = response.json();
+      const expected = body.startsWith('[') || body.startsWith('"') ? 'invalid-parameter' : 'malformed-request';
+      assert.equal(problem.code, expected, body);
+      assert.ok(Array.isArray(problem.errors) && problem.errors.length > 0, `${body}: a 400 names what is wrong`);
+      if (expected === 'malformed-request') assert.equal(problem.errors[0].parameter, 'body');
     }
   });
 

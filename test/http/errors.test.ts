@@ -38,6 +38,7 @@ describe('errors, request ids and operability', () => {
     assert.equal(badEncoding.statusCode, 400);
     assert.equal(badEncoding.headers['content-type'], 'application/problem+json; charset=utf-8');
     assert.equal(badEncoding.json().code, 'malformed-request');
+    assert.equal(badEncoding.json().errors[0].parameter, 'url');
     const long = await t.app.inject({ url: LOOKUP('a'.repeat(300), 'board'), headers: { authorization: auth } });
     assert.equal(long.headers['content-type'], 'application/problem+json; charset=utf-8');
     assert.equal(long.json().code, 'route-not-found');

@@ -31,7 +31,10 @@ export interface SqliteMemory {
 
 /** How thumbnails are rendered: worker processes and what one render may spend. */
 export interface RenderBudget {
+  /** Worker processes kept for renders; as many renders run at once, at least. */
   readonly workers: number;
+  /** At most this many processes in all: slow renders get processes of their own beyond `workers`. */
+  readonly maxWorkers: number;
   readonly timeoutMs: number;
   readonly memoryBytes: number;
 }
@@ -82,13 +85,19 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       lockSeconds: integer(env, 'SIGNROOM_LOGIN_LOCK_SECONDS', 300, 1, 86_400),
       verifiedCacheSeconds: integer(env, 'SIGNROOM_AUTH_CACHE_SECONDS', 60, 0, 3600),
     }),
-    render: Object.freeze({
-      workers: integer(env, 'SIGNROOM_RENDER_WORKERS', 2, 1, 64),
-      timeoutMs: integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 20_000, 100, 600_000),
-      memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
-    }),
+    render: renderBudget(env),
   };
   return Object.freeze(config);
+}
+
+function renderBudget(env: Env): RenderBudget {
+  const workers = integer(env, 'SIGNROOM_RENDER_WORKERS', 2, 1, 64);
+  return Object.freeze({
+    workers,
+    maxWorkers: integer(env, 'SIGNROOM_RENDER_MAX_WORKERS', 3 * workers, workers, 256),
+    timeoutMs: integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 20_000, 100, 600_000),
+    memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
+  });
 }
 
 function raw(env: Env, name: string): string | undefined {

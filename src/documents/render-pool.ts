@@ -16,6 +16,12 @@ export type RenderOutcome =
 
 const WORKER = fileURLToPath(new URL('./render-worker.ts', import.meta.url));
 const MEMORY_POLL_MS = 20;
+/**
+ * A render running longer than this is slow (typical pages take under 100 ms):
+ * it keeps its process, and the pool starts another in its place, so one
+ * user's slow documents do not hold up everyone else's uploads.
+ */
+const SLOW_RENDER_MS = 1000;
 /** Lowest CPU priority: renders use idle CPU, the API keeps its share. */
 const WORKER_NICENESS = 19;
 
@@ -28,6 +34,9 @@ interface Running extends Pending {
   pageCount: number | undefined;
   timer: NodeJS.Timeout;
   poll: NodeJS.Timeout;
+  slowTimer: NodeJS.Timeout;
+  /** Past SLOW_RENDER_MS: its worker no longer counts as capacity for other renders. */
+  slow: boolean;
 }
 
 class Worker {
@@ -63,6 +72,12 @@ class Worker {
  * resident-memory limit (polled from /proc); a worker that exceeds either, or
  * dies, is killed and replaced, and the render ends as a placeholder when the
  * document had opened, or as unreadable when it never did.
+ *
+ * The pool keeps `workers` processes for renders that are not slow: when a
+ * render passes SLOW_RENDER_MS, another process starts in its place (up to
+ * `maxWorkers` in all), and once renders end, processes beyond `workers` stop.
+ * So a slow or hostile document delays its own upload, not the others'; only
+ * when `maxWorkers` slow renders run at once do new uploads wait.
  */
 export class RenderPool {
   readonly #budget: RenderBudget;
@@ -118,6 +133,8 @@ export class RenderPool {
         pageCount: undefined,
         timer: setTimeout(() => this.#abort(worker, `rendering took longer than ${this.#budget.timeoutMs} ms`), this.#budget.timeoutMs),
         poll: setInterval(() => void this.#checkMemory(worker), MEMORY_POLL_MS),
+        slowTimer: setTimeout(() => this.#onSlow(worker), SLOW_RENDER_MS),
+        slow: false,
       };
       worker.running = running;
       try {
@@ -152,8 +169,14 @@ export class RenderPool {
     if (running === undefined) return;
     clearTimeout(running.timer);
     clearInterval(running.poll);
+    clearTimeout(running.slowTimer);
     worker.running = undefined;
     running.resolve(outcome);
+    if (!worker.retired && this.#queue.length === 0 && this.#capacity() > this.#budget.workers) {
+      // A process started for a slow render, no longer needed.
+      worker.retired = true;
+      worker.child.kill('SIGKILL');
+    }
     if (!worker.retired) {
       worker.checking = true;
       void this.#recycleIfLarge(worker).finally(() => {
@@ -162,6 +185,24 @@ export class RenderPool {
       });
     }
     this.#dispatch();
+  }
+
+  /** Processes that can take a render now or soon: live, not being replaced, not busy with a slow render. */
+  #capacity(): number {
+    let count = 0;
+    for (const worker of this.#workers) if (!worker.retired && worker.running?.slow !== true) count++;
+    return count;
+  }
+
+  /** A render turned slow: start another process in its place, within maxWorkers. */
+  #onSlow(worker: Worker): void {
+    const running = worker.running;
+    if (running === undefined || this.#closed) return;
+    running.slow = true;
+    if (this.#capacity() < this.#budget.workers && this.#workers.size < this.#budget.maxWorkers) {
+      this.#spawn();
+      this.#dispatch();
+    }
   }
 
   /** Ends the worker's render on a budget overrun; the exit handler replaces the worker. */
@@ -202,7 +243,8 @@ export class RenderPool {
     this.#workers.delete(worker);
     if (worker.running !== undefined) this.#abort(worker, 'the renderer stopped unexpectedly');
     if (!this.#closed) {
-      this.#spawn();
+      // Keep `workers` processes for renders that are not slow; a surplus one that stopped is not replaced.
+      if (this.#capacity() < this.#budget.workers && this.#workers.size < this.#budget.maxWorkers) this.#spawn();
       this.#dispatch();
     }
   }

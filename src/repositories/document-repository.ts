@@ -115,13 +115,17 @@ export async function findIdempotencyKey(
   return row === undefined ? undefined : { requestSha256: row.request_sha256, documentId: row.document_id, thumbnail: row.thumbnail };
 }
 
+/**
+ * Records what a key answered; false when the key was recorded meanwhile (another
+ * process, or the CLI, stored a request with it first): nothing is written then.
+ */
 export async function insertIdempotencyKey(
   db: Db,
   scope: { orgId: string; roomId: string; username: string; key: string },
   record: IdempotencyRecord,
   createdAt: string,
-): Promise<void> {
-  await db
+): Promise<boolean> {
+  const result = await db
     .insertInto('idempotency_keys')
     .values({
       org_id: scope.orgId,
@@ -133,5 +137,7 @@ export async function insertIdempotencyKey(
       thumbnail: record.thumbnail,
       created_at: createdAt,
     })
-    .execute();
+    .onConflict((conflict) => conflict.doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }

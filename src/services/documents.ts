@@ -21,6 +21,7 @@ import {
   listDocuments,
   referencedBlobs,
   type DocumentRow,
+  type IdempotencyRecord,
 } from '../repositories/document-repository.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
@@ -106,15 +107,19 @@ export class DocumentService {
     const key = request.idempotencyKey;
     if (key === undefined) return this.#store(request, bytes, mediaType);
     const scope = { orgId: request.orgId, roomId: request.roomId, username: request.username, key };
+    // One request per key at a time in this process; across processes, the
+    // key's row decides: the first to commit it wins, the others answer as it did.
     return this.#locks.run(`idempotency\0${JSON.stringify(scope)}`, async () => {
       const earlier = await findIdempotencyKey(this.#db, scope);
-      if (earlier !== undefined) {
-        if (earlier.requestSha256 !== requestSha256) {
-          throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used for a different request body.');
-        }
-        return { id: earlier.documentId, thumbnailPng: earlier.thumbnail };
+      if (earlier !== undefined) return replay(earlier, requestSha256);
+      try {
+        return await this.#store(request, bytes, mediaType, { scope, requestSha256 });
+      } catch (error) {
+        if (!(error instanceof KeyRecordedMeanwhile)) throw error;
+        const winner = await findIdempotencyKey(this.#db, scope);
+        if (winner === undefined) throw new Error('an idempotency key recorded meanwhile cannot be read');
+        return replay(winner, requestSha256);
       }
-      return this.#store(request, bytes, mediaType, { scope, requestSha256 });
     });
   }
 
@@ -152,7 +157,8 @@ export class DocumentService {
           await insertDocument(trx, row);
           if (idempotency !== undefined) {
             const record = { requestSha256: idempotency.requestSha256, documentId: row.id, thumbnail };
-            await insertIdempotencyKey(trx, idempotency.scope, record, row.created_at);
+            // Rolls this document back: the key's first request is the one that counts.
+            if (!(await insertIdempotencyKey(trx, idempotency.scope, record, row.created_at))) throw new KeyRecordedMeanwhile();
           }
         });
       });
@@ -253,4 +259,20 @@ function toMetadata(row: DocumentRow): DocumentMetadata {
     uploadedBy: row.uploaded_by,
     thumbnail: Number(row.thumbnail_rendered) === 1 ? 'rendered' : 'placeholder',
   };
+}
+
+/** Another process recorded the same Idempotency-Key while this request was being stored. */
+class KeyRecordedMeanwhile extends Error {
+  constructor() {
+    super('the Idempotency-Key was recorded meanwhile');
+    this.name = 'KeyRecordedMeanwhile';
+  }
+}
+
+/** The answer to a request whose key was used before: the same 201, or 422 for another body. */
+function replay(earlier: IdempotencyRecord, requestSha256: string): UploadResult {
+  if (earlier.requestSha256 !== requestSha256) {
+    throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used for a different request body.');
+  }
+  return { id: earlier.documentId, thumbnailPng: earlier.thumbnail };
 }

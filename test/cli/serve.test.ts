@@ -16,6 +16,8 @@ describe('bin/signroom serve and configuration', () => {
     ['SIGNROOM_MAX_PAGE_SIZE', '0'],
     ['SIGNROOM_LOG_LEVEL', 'loud'],
     ['DATABASE_URL', 'mysql://localhost/x'],
+    ['SIGNROOM_RENDER_MAX_WORKERS', '1'],
+    ['SIGNROOM_SQLITE_MMAP_MB', 'lots'],
   ] as const) {
     it(`refuses a bad ${variable} naming it`, async () => {
       const result = await runCli(['migrate'], { ...workspace.env, [variable]: value });

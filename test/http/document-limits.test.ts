@@ -71,3 +71,44 @@ describe('render budget against hostile PDFs', () => {
     assert.equal((await t.app.inject({ url: '/readyz' })).statusCode, 200);
   });
 });
+
+describe('render pool fairness', () => {
+  let t: TestApp;
+  const TIMEOUT_MS = 6000;
+  const auth = basic('acme-admin', ACME_PASSWORD);
+  const upload = (pdf: Buffer) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      payload: JSON.stringify({ payload: pdf.toString('base64') }),
+    });
+
+  before(async () => {
+    // One process for renders; slow ones get processes of their own (up to three in all).
+    t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: String(TIMEOUT_MS), SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '3' });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('lets slow documents delay their own uploads only', async () => {
+    const finished: string[] = [];
+    const track = async (name: string, pending: ReturnType<typeof upload>) => {
+      const response = await pending;
+      finished.push(name);
+      return response;
+    };
+    const slow = (n: number) => makePdf([{ width: 595, height: 842, content: `${n} 0 0 rg\n${'0 0 1 1 re f\n'.repeat(8_000_000)}`, compress: true }]);
+    const slowUploads = [track('slow 1', upload(slow(0))), track('slow 2', upload(slow(1)))];
+    const normal = await track('normal', upload(topHalfBlackPdf()));
+    assert.equal(normal.statusCode, 201, normal.body);
+    const responses = await Promise.all(slowUploads);
+    assert.deepEqual(finished[0], 'normal', `finished in the order ${finished.join(', ')}`);
+    for (const response of responses) assert.equal(response.statusCode, 201, response.body);
+    const metadata = (id: string) => t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${id}`, headers: { authorization: auth } });
+    assert.equal((await metadata(normal.json().id)).json().thumbnail, 'rendered');
+    // The pool is back to its one process for the next upload, which renders normally.
+    const after = await upload(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }]));
+    assert.equal((await metadata(after.json().id)).json().thumbnail, 'rendered');
+  });
+});

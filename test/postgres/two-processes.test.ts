@@ -68,6 +68,27 @@ describe('two signroom processes on one PostgreSQL', () => {
     assert.equal((await fetch(`${a().url}${DOCUMENTS}/${id}/content`, { headers: auth })).status, 404);
   });
 
+  it('answers one Idempotency-Key sent to both at once with one document', async () => {
+    const auth = { authorization: basic('root', 'root-password') };
+    const before = ((await (await fetch(`${a().url}${DOCUMENTS}?size=1`, { headers: auth })).json()) as { totalElements: number }).totalElements;
+    const keys = ['race-1', 'race-2', 'race-3', 'race-4', 'race-5'];
+    for (const key of keys) {
+      const body = JSON.stringify({ name: key, payload: topHalfBlackPdf().toString('base64') });
+      const responses = await Promise.all(
+        [a(), b()].map((server) =>
+          fetch(`${server.url}${DOCUMENTS}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': key }, body }),
+        ),
+      );
+      const answers = await Promise.all(responses.map(async (response) => ({ status: response.status, body: (await response.json()) as { id: string; thumbnail: string } })));
+      assert.deepEqual(answers.map((answer) => answer.status), [201, 201], JSON.stringify(answers));
+      assert.equal(answers[0]!.body.id, answers[1]!.body.id, `${key}: both answers name the same document`);
+      assert.equal(answers[0]!.body.thumbnail, answers[1]!.body.thumbnail);
+    }
+    const after = (await (await fetch(`${b().url}${DOCUMENTS}?size=100`, { headers: auth })).json()) as { totalElements: number; content: { name: string }[] };
+    assert.equal(after.totalElements, before + keys.length);
+    assert.deepEqual(after.content.map((document) => document.name).filter((name) => name.startsWith('race-')).sort(), keys);
+  });
+
   it('sees an import made while both serve, with exact totals on both', async () => {
     const auth = { authorization: basic('root', 'root-password') };
     const total = async (server: { url: string }) => {

@@ -8,15 +8,21 @@ import { JsonBodyError, parseUploadBody } from '../domain/upload-body.ts';
 import { ProblemError } from '../errors.ts';
 import { readRequestBody } from './request-body.ts';
 import {
+  ContentDispositionHeader,
+  ContentHeaders,
+  ContentValidatorHeaders,
+  DOCUMENT_MEDIA_TYPES,
+  DocumentBytes,
   DocumentListQuery,
   DocumentMetadata,
   DocumentPage,
   DocumentPathParams,
+  LocationHeader,
   UploadBody,
   UploadHeaders,
   UploadResponse,
 } from '../schemas/documents.ts';
-import { problemResponses } from '../schemas/problem.ts';
+import { adminProblemResponses } from '../schemas/problem.ts';
 import { RoomPathParams } from '../schemas/signatory-lookup.ts';
 import type { DocumentService } from '../services/documents.ts';
 
@@ -80,8 +86,12 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         headers: UploadHeaders,
         body: UploadBody,
         response: {
-          201: { ...UploadResponse, description: 'Stored; the Location header names the document' },
-          ...problemResponses(400, 401, 403, 404, 413, 415, 422, 429),
+          201: {
+            ...UploadResponse,
+            description: 'Stored (or the replay of the first upload with this Idempotency-Key); the Location header names the document',
+            headers: { Location: LocationHeader },
+          },
+          ...adminProblemResponses(400, 404, 413, 415, 422),
         },
       },
     },
@@ -112,7 +122,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         summary: "A page of the room's documents, newest first",
         params: RoomPathParams,
         querystring: DocumentListQuery,
-        response: { 200: DocumentPage, ...problemResponses(400, 401, 403, 404, 429) },
+        response: { 200: DocumentPage, ...adminProblemResponses(400, 404) },
       },
     },
     async (request) => {
@@ -130,7 +140,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         tags: ['documents'],
         summary: "A document's metadata",
         params: DocumentPathParams,
-        response: { 200: DocumentMetadata, ...problemResponses(401, 403, 404, 429) },
+        response: { 200: DocumentMetadata, ...adminProblemResponses(404) },
       },
     },
     async (request) => documents.metadata(request.params.organizationId, request.params.signingRoomId, request.params.documentId),
@@ -144,10 +154,17 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         tags: ['documents'],
         summary: 'The original bytes, with their media type and an ETag (If-None-Match answers 304)',
         params: DocumentPathParams,
+        headers: ContentHeaders,
         response: {
-          200: { description: 'The bytes', content: { 'application/pdf': { schema: Type.String({ format: 'binary' }) } } },
-          304: { description: 'Not modified', type: 'null' },
-          ...problemResponses(401, 403, 404, 429),
+          // One entry per media type served; the handler sends a Buffer, which Fastify never passes to the serializer.
+          200: {
+            description: "The bytes, in the document's media type (mediaType of its metadata)",
+            headers: { ...ContentValidatorHeaders, 'Content-Disposition': ContentDispositionHeader },
+            content: Object.fromEntries(DOCUMENT_MEDIA_TYPES.map((type) => [type, { schema: DocumentBytes }])),
+          },
+          // No body: `type: 'null'` is how @fastify/swagger leaves out `content`.
+          304: { description: 'Not modified: If-None-Match matched the ETag', type: 'null', headers: ContentValidatorHeaders },
+          ...adminProblemResponses(404),
         },
       },
     },
@@ -171,8 +188,11 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         summary: 'The thumbnail of page 1 (PNG)',
         params: DocumentPathParams,
         response: {
-          200: { description: 'PNG', content: { 'image/png': { schema: Type.String({ format: 'binary' }) } } },
-          ...problemResponses(401, 403, 404, 429),
+          200: {
+            description: 'PNG, SIGNROOM_THUMBNAIL_WIDTH pixels wide (a placeholder when page 1 could not be rendered)',
+            content: { 'image/png': { schema: Type.String({ format: 'binary' }) } },
+          },
+          ...adminProblemResponses(404),
         },
       },
     },
@@ -190,7 +210,8 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         tags: ['documents'],
         summary: 'Delete a document',
         params: DocumentPathParams,
-        response: { 204: { description: 'Deleted', type: 'null' }, ...problemResponses(401, 403, 404, 429) },
+        // No body is expected, but one sent anyway meets this scope's parser: 415 if not JSON, 400 if malformed, 413 over the body limit.
+        response: { 204: { description: 'Deleted', type: 'null' }, ...adminProblemResponses(400, 404, 413, 415) },
       },
     },
     async (request, reply) => {

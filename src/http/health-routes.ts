@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { problemResponses } from '../schemas/problem.ts';
+import { problemResponse } from '../schemas/problem.ts';
 import { sendProblem } from './problem-handlers.ts';
 
 const Status = Type.Object({ status: Type.String() });
@@ -26,7 +26,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ isReady: () => Promise<bo
         tags: ['operations'],
         summary: 'Readiness: 200 when the database is migrated and reachable, 503 otherwise',
         security: [],
-        response: { 200: Status, ...problemResponses(503) },
+        // The handler sends no Retry-After here, unlike the API's 503 (problemResponses).
+        response: { 200: Status, 503: problemResponse(503) },
       },
     },
     async (_request, reply) => {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { problemResponses } from '../schemas/problem.ts';
+import { adminProblemResponses } from '../schemas/problem.ts';
 import { LookupQuery, RoomPathParams, SignatoryPage } from '../schemas/signatory-lookup.ts';
 import type { LookupRequest, SignatoryLookup } from '../services/signatory-lookup.ts';
 
@@ -18,7 +18,7 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
           'code-point order) and paged Spring-Data style.',
         params: RoomPathParams,
         querystring: LookupQuery,
-        response: { 200: SignatoryPage, ...problemResponses(400, 401, 403, 404, 429) },
+        response: { 200: SignatoryPage, ...adminProblemResponses(400, 404) },
       },
     },
     async (request, reply) => {

@@ -2,9 +2,10 @@
  * A render worker: a child process that turns page 1 of a PDF or an image
  * (sharp) into a PNG thumbnail. PDFs are drawn by PDFium (compiled to
  * WebAssembly: about 5 times faster than pdf.js here, see README), and by pdf.js on
- * @napi-rs/canvas when PDFium cannot open a file or draw its page. It runs in
- * its own process so the pool can kill it on a time or memory budget, and at
- * low CPU priority so the API stays responsive while it works.
+ * @napi-rs/canvas when PDFium cannot open a file or draw its page, or would
+ * leave out CJK text (see renderPdf). It runs in its own process so the pool
+ * can kill it on a time or memory budget, and at low CPU priority so the API
+ * stays responsive while it works.
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -13,7 +14,7 @@ import { PDFiumLibrary } from '@hyzyla/pdfium';
 import sharp from 'sharp';
 import { getDocument, PasswordException } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { thumbnailSize } from '../domain/thumbnail-geometry.ts';
-import { withoutEmbeddedFontMaps } from './embedded-font-maps.ts';
+import { usesNonEmbeddedCjkFont, withoutEmbeddedFontMaps } from './pdf-fonts.ts';
 import type { RenderJob, WorkerMessage } from './render-protocol.ts';
 
 const require = createRequire(import.meta.url);
@@ -109,8 +110,33 @@ async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boole
   }
 }
 
+/**
+ * Page 1 of a PDF: PDFium first, pdf.js when PDFium cannot open the file or
+ * draw the page. A file with CJK text in a font it does not embed goes to
+ * pdf.js first: PDFium would draw nothing there, pdf.js draws a box per
+ * character (as poppler does without CJK fonts); PDFium is its fallback.
+ */
 async function renderPdf(job: RenderJob, bytes: Buffer): Promise<void> {
+  if (usesNonEmbeddedCjkFont(bytes)) {
+    if (await renderPdfWithPdfjs(job, bytes, false)) return;
+    if (await renderPdfWithPdfium(job, bytes)) return;
+    await renderPdfWithPdfjs(job, bytes, true);
+    return;
+  }
   if (await renderPdfWithPdfium(job, bytes)) return;
+  await renderPdfWithPdfjs(job, bytes, true);
+}
+
+/**
+ * Draws page 1 with pdf.js on @napi-rs/canvas. Returns false when it could not,
+ * unless this is the last attempt (`last`): then the failure is sent. A PDF
+ * that needs a password is reported at once, whichever attempt this is.
+ */
+async function renderPdfWithPdfjs(job: RenderJob, bytes: Buffer, last: boolean): Promise<boolean> {
+  const fail = (reason: 'unreadable' | 'render-failed', detail: string): boolean => {
+    if (last) send({ id: job.id, stage: 'failed', reason, detail });
+    return last;
+  };
   const task = getDocument({
     // pdf.js refuses Buffer: hand it a plain view.
     data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
@@ -129,20 +155,16 @@ async function renderPdf(job: RenderJob, bytes: Buffer): Promise<void> {
     await task.destroy().catch(() => undefined);
     if (error instanceof PasswordException) {
       send({ id: job.id, stage: 'failed', reason: 'encrypted', detail: 'the PDF needs a password to open' });
-    } else {
-      send({ id: job.id, stage: 'failed', reason: 'unreadable', detail: describe(error) });
+      return true;
     }
-    return;
+    return fail('unreadable', describe(error));
   }
   try {
     send({ id: job.id, stage: 'opened', pageCount: document.numPages });
     const page = await document.getPage(1);
     const unscaled = page.getViewport({ scale: 1 });
     const size = thumbnailSize(unscaled.width, unscaled.height, job.width);
-    if (size === undefined) {
-      send({ id: job.id, stage: 'failed', reason: 'render-failed', detail: 'page 1 has no usable size' });
-      return;
-    }
+    if (size === undefined) return fail('render-failed', 'page 1 has no usable size');
     const viewport = page.getViewport({ scale: size.scale });
     const factory = document.canvasFactory as {
       create(width: number, height: number): { canvas: { toBuffer(type: 'image/png'): Buffer }; context: { fillStyle: string; fillRect(x: number, y: number, w: number, h: number): void } };
@@ -152,8 +174,9 @@ async function renderPdf(job: RenderJob, bytes: Buffer): Promise<void> {
     context.fillRect(0, 0, size.width, size.height);
     await page.render({ canvas: canvas as never, canvasContext: context as never, viewport, background: '#ffffff' }).promise;
     send({ id: job.id, stage: 'rendered', png: canvas.toBuffer('image/png') });
+    return true;
   } catch (error) {
-    send({ id: job.id, stage: 'failed', reason: 'render-failed', detail: describe(error) });
+    return fail('render-failed', describe(error));
   } finally {
     await task.destroy().catch(() => undefined);
   }

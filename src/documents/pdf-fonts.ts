@@ -1,21 +1,28 @@
 /**
- * Drawing needs no `/ToUnicode` map for a font whose program is embedded: the
- * map only says which Unicode text a glyph stands for (copying, searching),
- * and the glyphs themselves come from the embedded program. PDFium reads the
- * map anyway when it loads the font, and some producers (TCPDF, common for
- * generated contracts and invoices) write one covering all 65,536 codes: two
- * such fonts cost 45 ms of a 50 ms thumbnail. So the renderer is given a copy
- * of the file in which the `/ToUnicode` entries of embedded fonts are blanked
- * out with spaces of the same length: every byte offset, and so the
- * cross-reference table, stays valid. The stored document is never changed.
+ * What the render worker learns from a PDF's font dictionaries before drawing,
+ * by reading its bytes (objects inside compressed object streams are not seen,
+ * and such files are drawn as they are).
  *
+ * 1. Drawing needs no `/ToUnicode` map for a font whose program is embedded:
+ * the map only says which Unicode text a glyph stands for (copying,
+ * searching), and the glyphs themselves come from the embedded program.
+ * PDFium reads the map anyway when it loads the font, and some producers
+ * (TCPDF, common for generated contracts and invoices) write one covering all
+ * 65,536 codes: two such fonts cost 45 ms of a 50 ms thumbnail. So PDFium is
+ * given a copy of the file in which the `/ToUnicode` entries of embedded fonts
+ * are blanked out with spaces of the same length: every byte offset, and so
+ * the cross-reference table, stays valid. The stored document is never changed.
  * Only composite (Type 0) fonts lose the map, and only when their glyphs are
  * chosen without it: an embedded CIDFontType0 (CFF) program, or an embedded
  * CIDFontType2 (TrueType) program with an explicit CIDToGIDMap. A font that is
  * not embedded keeps its map (PDFium picks a substitute font's glyphs by
  * Unicode), and so does a simple TrueType font, for the same reason: blanking
- * one changed a corpus file's thumbnail. Objects inside compressed object
- * streams are not seen, and are left as they are.
+ * one changed a corpus file's thumbnail.
+ *
+ * 2. Text in a Chinese, Japanese or Korean font that the file does not embed
+ * needs a CJK font from the system, and the server has none. PDFium then draws
+ * nothing at all; pdf.js, like poppler without CJK fonts, draws a box for each
+ * character, which at least shows that text is there. Such files go to pdf.js.
  */
 
 // Quantifiers are bounded, and numbers must start a digit run, so hostile
@@ -26,13 +33,17 @@ const DESCENDANT = /\/DescendantFonts\s{0,32}\[\s{0,32}(\d{1,10})\s{1,32}\d{1,5}
 const DESCENDANT_REFERENCE = /\/DescendantFonts\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const DESCRIPTOR = /\/FontDescriptor\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const FONT_FILE = /\/FontFile[23]\s{1,32}\d{1,10}\s{1,32}\d{1,5}\s{1,32}R/;
+const ANY_FONT_FILE = /\/FontFile[23]?\s{1,32}\d{1,10}\s{1,32}\d{1,5}\s{1,32}R/;
+const TYPE0_GLOBAL = /\/Subtype\s{0,32}\/Type0\b/g;
+const CJK_ORDERING = /\/Ordering\s{0,32}\((?:GB1|CNS1|Japan1|Korea1)\)/;
+const SYSTEM_INFO_REFERENCE = /\/CIDSystemInfo\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const FIRST_REFERENCE = /^\s{0,32}\[\s{0,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const TYPE0 = /\/Subtype\s{0,32}\/Type0\b/;
 const CID_TYPE0 = /\/Subtype\s{0,32}\/CIDFontType0\b/;
 const CID_TO_GID_MAP = /\/CIDToGIDMap\s{0,32}(?:\/Identity\b|\d{1,10}\s{1,32}\d{1,5}\s{1,32}R)/;
 /** A dictionary is read up to its object's end or stream, and no further than this. */
 const MAX_OBJECT_TEXT = 64 * 1024;
-/** Real files have tens of fonts; past this many maps the file is left as it is. */
+/** Real files have tens of fonts; past this many maps (or composite fonts) the file is left as it is. */
 const MAX_MAPS = 1000;
 /**
  * Larger files are left as they are: the scan costs about 4 ms per MiB, and
@@ -55,6 +66,20 @@ export function withoutEmbeddedFontMaps(pdf: Buffer): Buffer | undefined {
     result.fill(0x20, match.index, match.index + match[0].length);
   }
   return result;
+}
+
+/** Whether the file has a Chinese, Japanese or Korean composite font whose program it does not embed. */
+export function usesNonEmbeddedCjkFont(pdf: Buffer): boolean {
+  if (pdf.length > MAX_SCANNED_BYTES || pdf.indexOf('Type0') === -1) return false;
+  const text = pdf.toString('latin1');
+  const objects = new ObjectIndex(text);
+  let fonts = 0;
+  for (const match of text.matchAll(TYPE0_GLOBAL)) {
+    if (++fonts > MAX_MAPS) return false;
+    const font = objects.enclosing(match.index);
+    if (font !== undefined && objects.isNonEmbeddedCjk(font)) return true;
+  }
+  return false;
 }
 
 /** Where each object of the file starts (the last definition wins, as with incremental updates). */
@@ -119,6 +144,20 @@ class ObjectIndex {
     if (descriptor === null) return false;
     const body = this.object(Number(descriptor[1]));
     return body !== undefined && FONT_FILE.test(body);
+  }
+
+  /** Whether a Type 0 font dictionary's descendant is a CJK font (by its character collection) with no embedded program. */
+  isNonEmbeddedCjk(font: string): boolean {
+    const descendant = this.#descendant(font);
+    if (descendant === undefined || descendant === '') return false;
+    const reference = SYSTEM_INFO_REFERENCE.exec(descendant);
+    const systemInfo = reference === null ? descendant : (this.object(Number(reference[1])) ?? '');
+    if (!CJK_ORDERING.test(systemInfo)) return false;
+    const descriptor = DESCRIPTOR.exec(descendant);
+    if (descriptor === null) return true;
+    // A descriptor out of sight (in an object stream) may well embed the program: assume it does.
+    const body = this.object(Number(descriptor[1]));
+    return body !== undefined && !ANY_FONT_FILE.test(body);
   }
 
   #descendant(font: string): string | undefined {

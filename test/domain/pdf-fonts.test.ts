@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { PDFiumLibrary } from '@hyzyla/pdfium';
-import { withoutEmbeddedFontMaps } from '../../src/documents/embedded-font-maps.ts';
+import { usesNonEmbeddedCjkFont, withoutEmbeddedFontMaps } from '../../src/documents/pdf-fonts.ts';
 import { corpusDir } from '../helpers/corpus.ts';
 import { rawPdf } from '../helpers/pdf.ts';
 
@@ -75,7 +75,10 @@ describe('withoutEmbeddedFontMaps', () => {
       Buffer.from(`%PDF-1.7 /ToUnicode\n${'12 '.repeat(1_000_000)}obj`),
       Buffer.from(`%PDF-1.7\n${'1 0 obj << /Subtype /Type0 /DescendantFonts [1 0 R] /ToUnicode 2 0 R >>\n'.repeat(20_000)}`),
     ];
-    for (const pdf of hostile) assert.equal(withoutEmbeddedFontMaps(pdf), undefined);
+    for (const pdf of hostile) {
+      assert.equal(withoutEmbeddedFontMaps(pdf), undefined);
+      assert.equal(usesNonEmbeddedCjkFont(pdf), false);
+    }
   });
 
   it('changes no pixel of any corpus file it applies to, and applies to TCPDF files', async () => {
@@ -101,5 +104,32 @@ describe('withoutEmbeddedFontMaps', () => {
     }
     assert.ok(changed.includes('basicapi.pdf'), `applied to ${changed.join(', ')}`);
     assert.ok(changed.length >= 20, `applied to ${changed.length} files`);
+  });
+});
+
+describe('usesNonEmbeddedCjkFont', () => {
+  const cid = (ordering: string, descriptor = ' /FontDescriptor 7 0 R') =>
+    `<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Ryumin-Light /CIDSystemInfo << /Registry (Adobe) /Ordering (${ordering}) /Supplement 2 >>${descriptor} >>`;
+
+  it('finds a Chinese, Japanese or Korean composite font the file does not embed', () => {
+    for (const ordering of ['GB1', 'CNS1', 'Japan1', 'Korea1']) assert.equal(usesNonEmbeddedCjkFont(pdfWithFont(TYPE0, cid(ordering), NOT_EMBEDDED)), true, ordering);
+    assert.equal(usesNonEmbeddedCjkFont(pdfWithFont(TYPE0, cid('Japan1', ''), NOT_EMBEDDED)), true, 'no descriptor at all');
+  });
+
+  it('passes over embedded, non-CJK and unseen fonts', () => {
+    const passed = {
+      embedded: pdfWithFont(TYPE0, cid('Japan1'), EMBEDDED.replace('/FontFile2', '/FontFile3')),
+      'Identity ordering': pdfWithFont(TYPE0, cid('Identity'), NOT_EMBEDDED),
+      'descriptor out of sight': pdfWithFont(TYPE0, cid('Japan1', ' /FontDescriptor 70 0 R'), NOT_EMBEDDED),
+      'no composite font': pdfWithFont('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>', '<< >>', '<< >>'),
+    };
+    for (const [what, pdf] of Object.entries(passed)) assert.equal(usesNonEmbeddedCjkFont(pdf), false, what);
+  });
+
+  it('tells the corpus files with CJK text in fonts they do not embed', () => {
+    const dir = corpusDir();
+    const read = (name: string) => readFileSync(path.join(dir, name));
+    for (const name of ['issue8372.pdf', 'issue2128r.pdf', 'noembed-identity.pdf']) assert.equal(usesNonEmbeddedCjkFont(read(name)), true, name);
+    for (const name of ['basicapi.pdf', 'arial_unicode_en_cidfont.pdf', '160F-2019.pdf']) assert.equal(usesNonEmbeddedCjkFont(read(name)), false, name);
   });
 });

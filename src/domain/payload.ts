@@ -168,8 +168,10 @@ export type DocumentType = 'application/pdf' | 'image/png' | 'image/jpeg';
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** PDF readers accept junk before the header; so do we, within the first kilobyte. */
 const PDF_HEADER_WINDOW = 1024;
-/** A PDF object header (`1 0 obj`): readers also open files whose `%PDF-` line is missing. */
+/** A PDF object header (`1 0 obj`) after a comment line: readers also open files whose `%PDF-` line is missing. */
 const PDF_OBJECT = /(?:^|[\r\n])%?\s*\d{1,10}\s+\d{1,5}\s+obj\b/;
+/** A file that starts with an object and its dictionary (`1 0 obj <<`), with no comment line at all. */
+const PDF_OBJECT_FIRST = /^\s{0,16}\d{1,10}\s{1,16}\d{1,5}\s{1,16}obj\s{0,16}<</;
 
 /** What the bytes are, by their content, or undefined when not a supported type. */
 export function sniffDocumentType(bytes: Buffer): DocumentType | undefined {
@@ -178,5 +180,6 @@ export function sniffDocumentType(bytes: Buffer): DocumentType | undefined {
   const head = bytes.subarray(0, PDF_HEADER_WINDOW);
   if (head.includes('%PDF-')) return 'application/pdf';
   if (bytes[0] === 0x25 && PDF_OBJECT.test(head.toString('latin1'))) return 'application/pdf';
+  if (PDF_OBJECT_FIRST.test(head.toString('latin1', 0, 64))) return 'application/pdf';
   return undefined;
 }

@@ -91,6 +91,8 @@ describe('sniffDocumentType', () => {
     assert.equal(sniffDocumentType(Buffer.from([0xff, 0xd8, 0xff, 0xe0])), 'image/jpeg');
     // No %PDF- line, but a comment and PDF objects: readers (pdf.js, poppler) open these.
     assert.equal(sniffDocumentType(Buffer.from('%\xe2\xe3\n1 0 obj\n<< /Type /Catalog >>', 'latin1')), 'application/pdf');
+    // Nor a comment: the file starts with its first object (pdfinfo and pdftoppm open it).
+    assert.equal(sniffDocumentType(Buffer.from('1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>')), 'application/pdf');
   });
   it('refuses anything else', () => {
     assert.equal(sniffDocumentType(Buffer.from('hello, world')), undefined);

@@ -201,15 +201,22 @@ describe('document upload and retrieval', () => {
     assert.equal(response.json().code, 'document-unreadable');
   });
 
-  it('stores absurd and empty page boxes with a placeholder', async () => {
-    for (const pdf of [
-      makePdf([{ width: 14400, height: 14400, content: '0 0 0 rg 0 0 14400 14400 re f' }]),
-      makePdf([{ width: 0, height: 0, content: '' }]),
-    ]) {
+  it('renders the largest page box and an empty one (read as US Letter, as poppler does) as real thumbnails', async () => {
+    // 14400 units is the largest page PDF allows: cheap to draw at thumbnail size, so page 1 is shown, all black.
+    // An empty box is no reason for a placeholder either: readers show a blank US Letter page (612×792).
+    const cases: [Buffer, number, (png: Awaited<ReturnType<typeof inspectPng>>) => boolean][] = [
+      [makePdf([{ width: 14400, height: 14400, content: '0 0 0 rg 0 0 14400 14400 re f' }]), 200, (png) => png.meanOf(0, 1) < 5],
+      [makePdf([{ width: 0, height: 0, content: '' }]), 259, (png) => png.meanOf(0, 1) > 250],
+    ];
+    for (const [pdf, height, shown] of cases) {
       const response = await uploadBytes(pdf);
       assert.equal(response.statusCode, 201, response.body);
       const png = await inspectPng(thumbnailOf(response));
-      assert.equal(png.width, 200);
+      assert.deepEqual([png.width, png.height], [200, height]);
+      assert.ok(shown(png), `page 1 as drawn, not the grey placeholder (mean ${png.meanOf(0, 1)})`);
+      const metadata = (await t.app.inject({ url: `${DOCS()}/${response.json().id}`, headers: { authorization: auth } })).json();
+      assert.equal(metadata.thumbnail, 'rendered');
+      assert.equal(metadata.pageCount, 1);
     }
   });
 

@@ -17,6 +17,15 @@ export type RenderOutcome =
 const WORKER = fileURLToPath(new URL('./render-worker.ts', import.meta.url));
 const MEMORY_POLL_MS = 20;
 /**
+ * The time limit counts the CPU time a render uses, so renders starved by
+ * other work on the machine (they run at the lowest priority) are not stopped
+ * for it; the wall clock only guards against a render that hangs, at this many
+ * times the limit.
+ */
+const WALL_CLOCK_FACTOR = 4;
+/** Linux's clock ticks per second in /proc/<pid>/stat (USER_HZ: 100 on every current architecture). */
+const CLOCK_TICKS_PER_SECOND = 100;
+/**
  * A render running longer than this is slow (typical pages take under 100 ms):
  * it keeps its process, and the pool starts another in its place, so one
  * user's slow documents do not hold up everyone else's uploads.
@@ -32,6 +41,8 @@ interface Pending {
 
 interface Running extends Pending {
   pageCount: number | undefined;
+  /** The worker's CPU time (ms) when the render began, once read. */
+  cpuAtStart: number | undefined;
   timer: NodeJS.Timeout;
   poll: NodeJS.Timeout;
   slowTimer: NodeJS.Timeout;
@@ -68,10 +79,11 @@ class Worker {
 }
 
 /**
- * A pool of render worker processes. Each render runs under a time limit and a
- * resident-memory limit (polled from /proc); a worker that exceeds either, or
- * dies, is killed and replaced, and the render ends as a placeholder when the
- * document had opened, or as unreadable when it never did.
+ * A pool of render worker processes. Each render runs under a limit of CPU
+ * time and of resident memory (both polled from /proc, with a wall-clock
+ * guard against hangs); a worker that exceeds either, or dies, is killed and
+ * replaced, and the render ends as a placeholder when the document had
+ * opened, or as unreadable when it never did.
  *
  * The pool keeps `workers` processes for renders that are not slow: when a
  * render passes SLOW_RENDER_MS, another process starts in its place (up to
@@ -131,12 +143,19 @@ export class RenderPool {
       const running: Running = {
         ...pending,
         pageCount: undefined,
-        timer: setTimeout(() => this.#abort(worker, `rendering took longer than ${this.#budget.timeoutMs} ms`), this.#budget.timeoutMs),
-        poll: setInterval(() => void this.#checkMemory(worker), MEMORY_POLL_MS),
+        cpuAtStart: undefined,
+        timer: setTimeout(
+          () => this.#abort(worker, `rendering took longer than ${WALL_CLOCK_FACTOR * this.#budget.timeoutMs} ms`),
+          WALL_CLOCK_FACTOR * this.#budget.timeoutMs,
+        ),
+        poll: setInterval(() => void this.#checkBudget(worker), MEMORY_POLL_MS),
         slowTimer: setTimeout(() => this.#onSlow(worker), SLOW_RENDER_MS),
         slow: false,
       };
       worker.running = running;
+      void cpuTime(worker).then((ms) => {
+        if (worker.running === running) running.cpuAtStart = ms;
+      });
       try {
         worker.child.send(pending.job);
       } catch {
@@ -219,14 +238,17 @@ export class RenderPool {
     worker.child.kill('SIGKILL');
   }
 
-  async #checkMemory(worker: Worker): Promise<void> {
-    const job = worker.running?.job.id;
-    if (job === undefined) return;
-    const residentBytes = await residentMemory(worker);
+  /** Stops the render once it uses more memory, or more CPU time, than its budget. */
+  async #checkBudget(worker: Worker): Promise<void> {
+    const running = worker.running;
+    if (running === undefined) return;
+    const [residentBytes, cpuMs] = await Promise.all([residentMemory(worker), cpuTime(worker)]);
     // The job may have ended, and another begun, while /proc was read.
-    if (worker.running?.job.id !== job || residentBytes === undefined) return;
-    if (residentBytes > this.#budget.memoryBytes) {
+    if (worker.running !== running) return;
+    if (residentBytes !== undefined && residentBytes > this.#budget.memoryBytes) {
       this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`);
+    } else if (cpuMs !== undefined && running.cpuAtStart !== undefined && cpuMs - running.cpuAtStart > this.#budget.timeoutMs) {
+      this.#abort(worker, `rendering took more than ${this.#budget.timeoutMs} ms of CPU time`);
     }
   }
 
@@ -247,6 +269,20 @@ export class RenderPool {
       if (this.#capacity() < this.#budget.workers && this.#workers.size < this.#budget.maxWorkers) this.#spawn();
       this.#dispatch();
     }
+  }
+}
+
+/** The CPU time (user and system) a process has used, in ms, from /proc, or undefined when it is gone. */
+async function cpuTime(worker: Worker): Promise<number | undefined> {
+  const pid = worker.child.pid;
+  if (pid === undefined) return undefined;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
@@ -110,5 +111,52 @@ describe('render pool fairness', () => {
     // The pool is back to its one process for the next upload, which renders normally.
     const after = await upload(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }]));
     assert.equal((await metadata(after.json().id)).json().thumbnail, 'rendered');
+  });
+});
+
+/** The render worker processes this test process started (through the app's pool). */
+function renderWorkers(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('render-worker');
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+describe('render time limit', () => {
+  let t: TestApp;
+  const auth = basic('acme-admin', ACME_PASSWORD);
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: '1000', SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '1' });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('counts the CPU time a render uses, not the time it waits for the CPU', async () => {
+    // Ready, then frozen: as a render starved by other work would be. Its wall time passes, its CPU time does not.
+    assert.equal((await t.app.inject({ url: '/readyz' })).statusCode, 200);
+    const workers = renderWorkers();
+    assert.equal(workers.length, 1);
+    for (const pid of workers) process.kill(pid, 'SIGSTOP');
+    const pending = t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      payload: JSON.stringify({ payload: topHalfBlackPdf().toString('base64') }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (const pid of workers) process.kill(pid, 'SIGCONT');
+    const response = await pending;
+    assert.equal(response.statusCode, 201, response.body);
+    const metadata = await t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${response.json().id}`, headers: { authorization: auth } });
+    assert.equal(metadata.json().thumbnail, 'rendered');
   });
 });

@@ -5,7 +5,7 @@ import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
 import { ProblemError } from './errors.ts';
 import { DocumentService } from './services/documents.ts';
-import { loadConfig, ConfigError, type Config } from './config.ts';
+import { loadConfig, ConfigError, type Config, type SqliteMemory } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { DatabaseUnavailableError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
@@ -44,10 +44,20 @@ async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], 
   }
 }
 
+/**
+ * SQLite memory for an import: a short-lived process, so it may map and cache more of the file
+ * than the server keeps (measured at a million users: 57 s with a 256 MiB map, 65 s without).
+ */
+const IMPORT_SQLITE_MEMORY: SqliteMemory = { mmapBytes: 256 * 1024 * 1024, cacheBytes: 64 * 1024 * 1024 };
+
 async function runImport(config: Config, result: ValidationResult | OpenDirectoryFile): Promise<number> {
   try {
     const assertUnchanged = 'assertUnchanged' in result ? result.assertUnchanged : undefined;
-    const counts = await withDatabase(config, (db) => importDirectory(db, result.file, result.problems, assertUnchanged));
+    const sqliteMemory = {
+      mmapBytes: Math.max(config.sqliteMemory.mmapBytes, IMPORT_SQLITE_MEMORY.mmapBytes),
+      cacheBytes: Math.max(config.sqliteMemory.cacheBytes, IMPORT_SQLITE_MEMORY.cacheBytes),
+    };
+    const counts = await withDatabase({ ...config, sqliteMemory }, (db) => importDirectory(db, result.file, result.problems, assertUnchanged));
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
         `with ${counts.members} member(s), ${counts.credentials} credential(s)`,

@@ -30,6 +30,32 @@ export function containsAllTerms(dialect: DialectName, column: Expression<string
 }
 
 /**
+ * Runs `work` inside the current transaction with PostgreSQL's parallel query
+ * made cheap to the planner, then restores the server's settings. For the
+ * passes that test a search term on many users: the one-pass collection stops
+ * at a limit, so the planner expects to stop early and plans no workers, yet a
+ * short term scans every user of the organization. Measured at a million
+ * users: "ng" in 490–644 ms on one process, 246–274 ms with two workers; a
+ * common 3-letter term 169–212 ms against 139–148 ms. SQLite has no such plan.
+ */
+export async function withParallelScans<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
+  if (dialectOf(trx) !== 'postgres') return work();
+  await sql`select set_config('parallel_setup_cost', '0', true), set_config('parallel_tuple_cost', '0', true)`.execute(trx);
+  // Back to the session's values: the page that follows is an index walk, which workers would only slow.
+  const restore = () => sql`select set_config(name, reset_val, true) from pg_settings where name in ('parallel_setup_cost', 'parallel_tuple_cost')`.execute(trx);
+  let result: T;
+  try {
+    result = await work();
+  } catch (error) {
+    // A failed statement aborts the transaction, which then refuses the restore (and ends anyway): the first error counts.
+    await restore().catch(() => undefined);
+    throw error;
+  }
+  await restore();
+  return result;
+}
+
+/**
  * Whether a term contains U+0000. Stored keys never do, so such a term matches
  * nothing; PostgreSQL cannot even take it as a text parameter, and it would end
  * an FTS5 query string, so it is ruled out before any SQL is built.

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
+import { withParallelScans } from '../db/dialect-sql.ts';
 import { searchTerms } from '../domain/fold.ts';
 import { effectivePageSize, pageOffset, toPage } from '../domain/paging.ts';
 import {
@@ -143,7 +144,7 @@ export class SignatoryLookup {
    * are many is the count a pass of its own, after which the sort index finds their page quickly.
    */
   async #totalAndPage(
-    db: Kysely<Database>,
+    db: Transaction<Database>,
     keys: LookupKeys,
     sort: { by: SortField; direction: SortDirection },
     size: number,
@@ -152,14 +153,15 @@ export class SignatoryLookup {
     const countKey = cacheKey([keys.directoryVersion, keys.criteria]);
     let total = this.#counts.get(countKey);
     if (total === undefined && keys.criteria.terms.length > 0) {
-      const few = await findFewMatches(db, keys.criteria, sort, size, offset, SORT_MATCHES_UP_TO);
+      const few = await withParallelScans(db, () => findFewMatches(db, keys.criteria, sort, size, offset, SORT_MATCHES_UP_TO));
       if (few !== undefined) {
         this.#counts.set(countKey, few.total);
         return few;
       }
     }
     if (total === undefined) {
-      total = await countCandidates(db, keys.criteria);
+      const criteria = keys.criteria;
+      total = criteria.terms.length > 0 ? await withParallelScans(db, () => countCandidates(db, criteria)) : await countCandidates(db, criteria);
       this.#counts.set(countKey, total);
     }
     const rows = offset >= total ? [] : await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total));

@@ -71,10 +71,12 @@ export function indexableTerms(terms: readonly string[]): string[] {
 
 /**
  * True when the user is among the trigram index's matches of every term. On
- * SQLite each term is quoted as an FTS5 phrase over `users_search`; on
- * PostgreSQL it is a `LIKE '%term%'` that the pg_trgm GIN index answers, with
+ * SQLite the index keeps no positions (`detail=none`), so each term is looked
+ * up as all of its trigrams, each quoted as an FTS5 string over `users_search`;
+ * on PostgreSQL it is a `LIKE '%term%'` that the pg_trgm GIN index answers, with
  * `%`, `_` and `\` escaped. No character has a special meaning either way. Call
- * only with indexable terms; the exact substring check stays in force beside it.
+ * only with indexable terms; the exact substring check stays in force beside it
+ * (and makes the SQLite candidates exact).
  */
 export function inSearchIndex(
   dialect: DialectName,
@@ -85,8 +87,29 @@ export function inSearchIndex(
     const likes = terms.map((term) => sql<SqlBool>`${user.searchKey} like ${`%${escapeLike(term)}%`}`);
     return sql<SqlBool>`(${sql.join(likes, sql` and `)})`;
   }
-  const query = terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' AND ');
+  const query = spread([...new Set(terms.flatMap(trigrams))], MAX_TRIGRAMS)
+    .map((trigram) => `"${trigram.replaceAll('"', '""')}"`)
+    .join(' AND ');
   return sql<SqlBool>`${user.seq} in (select rowid from users_search where users_search match ${query})`;
+}
+
+/**
+ * Trigrams looked up per query, at most: a few already narrow the candidates to
+ * about the matches, the substring test does the rest, and FTS5 limits how
+ * deep a query expression may nest (a 10,000-character term has 9,998).
+ */
+const MAX_TRIGRAMS = 24;
+
+/** At most `count` items, spread evenly over the list (first and last included). */
+function spread<T>(items: readonly T[], count: number): T[] {
+  if (items.length <= count) return [...items];
+  return Array.from({ length: count }, (_, index) => items[Math.round((index * (items.length - 1)) / (count - 1))]!);
+}
+
+/** Every three-character window of a term, in code points, as FTS5's trigram tokenizer cuts text. */
+function trigrams(term: string): string[] {
+  const characters = [...term];
+  return characters.slice(2).map((_, index) => characters.slice(index, index + 3).join(''));
 }
 
 /** A LIKE pattern that matches `text` literally (PostgreSQL's default escape character is `\`). */
@@ -118,7 +141,7 @@ export function notIndexed(dialect: DialectName, column: Expression<string>): Ra
  */
 export async function withoutUserIndexes<T>(trx: Transaction<Database>, options: { withKeys: boolean }, work: () => Promise<T>): Promise<T> {
   const dialect = dialectOf(trx);
-  const saved = dialect === 'postgres' ? await postgresBulkObstacles(trx, options.withKeys) : await sqliteBulkObstacles(trx);
+  const saved = dialect === 'postgres' ? await postgresBulkObstacles(trx, options.withKeys) : await sqliteBulkObstacles(trx, options.withKeys);
   for (const object of [...saved].reverse()) await object.drop.execute(trx);
   const result = await work();
   if (dialect === 'postgres') await sql`set local maintenance_work_mem = '256MB'`.execute(trx);
@@ -156,12 +179,13 @@ async function postgresBulkObstacles(trx: Transaction<Database>, withKeys: boole
   ];
 }
 
-async function sqliteBulkObstacles(trx: Transaction<Database>): Promise<SchemaObject[]> {
-  // Indexes first, then triggers: re-created in this order after the load.
+async function sqliteBulkObstacles(trx: Transaction<Database>, withKeys: boolean): Promise<SchemaObject[]> {
+  // Indexes first, then triggers: re-created in this order after the load. With `withKeys`, the
+  // unique index on emails too (the one on ids belongs to the table and stays).
   const { rows } = await sql<{ type: 'index' | 'trigger'; name: string; definition: string }>`
     select type, name, sql as definition from sqlite_master
     where tbl_name = 'users' and sql is not null
-      and ((type = 'index' and sql not like 'CREATE UNIQUE %') or type = 'trigger')
+      and ((type = 'index' and (${withKeys ? 1 : 0} or sql not like 'CREATE UNIQUE %')) or type = 'trigger')
     order by type, name`.execute(trx);
   return rows.map((row) => ({ drop: sql`drop ${sql.raw(row.type)} ${sql.id(row.name)}`, create: sql.raw(row.definition) }));
 }

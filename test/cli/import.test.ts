@@ -217,7 +217,7 @@ describe('bin/signroom import', () => {
         ? // The integrity check throws when the trigram index disagrees with the users table.
           await workspace.sql<{ id: string }>(
             sql`INSERT INTO users_search(users_search, rank) VALUES ('integrity-check', 1)`,
-            sql`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH '"zoe@"') ORDER BY u.id`,
+            sql`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH '"zoe" AND "oe@"') ORDER BY u.id`,
           )
         : // Forced through the trigram index, which must agree with the users table.
           await workspace.sql<{ id: string }>(sql`SET enable_seqscan = off`, sql`SELECT id FROM users WHERE search_key LIKE '%zoe@%' ORDER BY id`);

@@ -49,7 +49,9 @@ function seeded(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const random = seeded(42);
+/** Kill moments and document sizes from separate generators: the moments repeat whatever the uploads did. */
+const killMoments = seeded(42);
+const sizes = seeded(7);
 
 async function serve(): Promise<ChildProcess> {
   const child = spawn(signroom, ['serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -116,7 +118,7 @@ try {
     const uploader = async () => {
       while (!stopped) {
         const n = counter++;
-        const pdf = makePdf([{ width: 200 + (n % 400), height: 300, content: `% round ${round}, upload ${n} ${'x'.repeat(Math.floor(random() * 1_000_000))}` }]);
+        const pdf = makePdf([{ width: 200 + (n % 400), height: 300, content: `% round ${round}, upload ${n} ${'x'.repeat(Math.floor(sizes() * 1_000_000))}` }]);
         inFlight++;
         try {
           const response = await fetch(documentsUrl, { method: 'POST', headers, body: JSON.stringify({ payload: pdf.toString('base64') }) });
@@ -131,7 +133,7 @@ try {
       }
     };
     const running = Array.from({ length: uploaders }, uploader);
-    const killAfterMs = Math.round(1000 + random() * 2000);
+    const killAfterMs = Math.round(1000 + killMoments() * 2000);
     await new Promise((resolve) => setTimeout(resolve, killAfterMs));
     const inFlightAtKill = inFlight;
     server.kill('SIGKILL');

@@ -94,7 +94,7 @@ function renderBudget(env: Env): RenderBudget {
   const workers = integer(env, 'SIGNROOM_RENDER_WORKERS', 2, 1, 64);
   return Object.freeze({
     workers,
-    maxWorkers: integer(env, 'SIGNROOM_RENDER_MAX_WORKERS', 3 * workers, workers, 256),
+    maxWorkers: integer(env, 'SIGNROOM_RENDER_MAX_WORKERS', 2 * workers, workers, 256),
     timeoutMs: integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 20_000, 100, 600_000),
     memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
   });

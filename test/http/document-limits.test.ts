@@ -5,6 +5,24 @@ import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
+const DOCUMENTS = '/admin/api/v3/organizations/acme/rooms/board/documents';
+const auth = basic('acme-admin', ACME_PASSWORD);
+
+/** Uploads a PDF to the board room of `t`'s app. */
+function upload(t: TestApp, pdf: Buffer) {
+  return t.app.inject({
+    method: 'POST',
+    url: DOCUMENTS,
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    payload: JSON.stringify({ payload: pdf.toString('base64') }),
+  });
+}
+
+/** A stored document's metadata. */
+async function metadataOf(t: TestApp, id: string) {
+  return (await t.app.inject({ url: `${DOCUMENTS}/${id}`, headers: { authorization: auth } })).json();
+}
+
 /** The render worker processes this test process started (through the app's pool). */
 function renderWorkers(): number[] {
   return readdirSync('/proc')
@@ -28,16 +46,6 @@ function renderWorkers(): number[] {
 describe('render budget against hostile PDFs', () => {
   let t: TestApp;
   const TIMEOUT_MS = 3000;
-  const auth = basic('acme-admin', ACME_PASSWORD);
-  const upload = (pdf: Buffer) =>
-    t.app.inject({
-      method: 'POST',
-      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      payload: JSON.stringify({ payload: pdf.toString('base64') }),
-    });
-  const metadataOf = async (id: string) =>
-    (await t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${id}`, headers: { authorization: auth } })).json();
 
   before(async () => {
     t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: String(TIMEOUT_MS), SIGNROOM_RENDER_MEMORY_MB: '400', SIGNROOM_RENDER_WORKERS: '1' });
@@ -48,13 +56,13 @@ describe('render budget against hostile PDFs', () => {
   it('stores a decompression bomb with a placeholder once the render is stopped, and keeps serving', async () => {
     // 200 KB that inflate to 104 MB of drawing operators.
     const bomb = makePdf([{ width: 595, height: 842, content: '0 0 1 1 re f\n'.repeat(8_000_000), compress: true }]);
-    const pending = upload(bomb);
+    const pending = upload(t, bomb);
     // The API answers while the render runs.
     const lookup = await t.app.inject({ url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
     assert.equal(lookup.statusCode, 200);
     const response = await pending;
     assert.equal(response.statusCode, 201, response.body);
-    const metadata = await metadataOf(response.json().id);
+    const metadata = await metadataOf(t, response.json().id);
     assert.equal(metadata.thumbnail, 'placeholder');
     assert.equal(metadata.pageCount, 1);
     assert.equal(metadata.size, bomb.length);
@@ -73,16 +81,16 @@ describe('render budget against hostile PDFs', () => {
     ]);
     const negativeBox = makePdf([{ width: -500, height: -500, content: '0 0 0 rg 0 0 10 10 re f' }]);
     for (const pdf of [cyclic, nested, negativeBox]) {
-      const response = await upload(pdf);
+      const response = await upload(t, pdf);
       assert.ok([201, 422].includes(response.statusCode), response.body);
       if (response.statusCode === 422) assert.equal(response.json().code, 'document-unreadable');
     }
   });
 
   it('renders normally afterwards: the killed worker was replaced', async () => {
-    const response = await upload(topHalfBlackPdf());
+    const response = await upload(t, topHalfBlackPdf());
     assert.equal(response.statusCode, 201);
-    assert.equal((await metadataOf(response.json().id)).thumbnail, 'rendered');
+    assert.equal((await metadataOf(t, response.json().id)).thumbnail, 'rendered');
     assert.equal((await t.app.inject({ url: '/readyz' })).statusCode, 200);
   });
 });
@@ -90,14 +98,6 @@ describe('render budget against hostile PDFs', () => {
 describe('render pool fairness', () => {
   let t: TestApp;
   const TIMEOUT_MS = 6000;
-  const auth = basic('acme-admin', ACME_PASSWORD);
-  const upload = (pdf: Buffer) =>
-    t.app.inject({
-      method: 'POST',
-      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      payload: JSON.stringify({ payload: pdf.toString('base64') }),
-    });
 
   before(async () => {
     // One process for renders; while renders wait behind a slow one, others start (up to three in all).
@@ -107,10 +107,9 @@ describe('render pool fairness', () => {
   after(async () => t.close());
 
   it('lets a slow render delay its own upload only', async () => {
-    const metadata = (id: string) => t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${id}`, headers: { authorization: auth } });
     // A first upload leaves the pool's one process warm; then it is frozen (SIGSTOP), so the next render
     // there runs as long as the test wants, on any machine: a slow render that uses no CPU of its own.
-    assert.equal((await upload(topHalfBlackPdf())).statusCode, 201);
+    assert.equal((await upload(t, topHalfBlackPdf())).statusCode, 201);
     const [frozen, ...others] = renderWorkers();
     assert.ok(frozen !== undefined && others.length === 0, 'one render process');
     process.kill(frozen, 'SIGSTOP');
@@ -121,31 +120,30 @@ describe('render pool fairness', () => {
       return response;
     };
     try {
-      const slowUpload = track('slow', upload(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }])));
+      const slowUpload = track('slow', upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }])));
       await new Promise((resolve) => setTimeout(resolve, 100));
       // Queued behind the slow render: once it passes 1 s, another process takes this one.
-      const normal = await track('normal', upload(topHalfBlackPdf()));
+      const normal = await track('normal', upload(t, topHalfBlackPdf()));
       assert.equal(normal.statusCode, 201, normal.body);
-      assert.equal((await metadata(normal.json().id)).json().thumbnail, 'rendered');
+      assert.equal((await metadataOf(t, normal.json().id)).thumbnail, 'rendered');
       assert.deepEqual(finished, ['normal'], 'the normal upload finished while the slow one still rendered');
       process.kill(frozen, 'SIGCONT');
       const slow = await slowUpload;
       assert.equal(slow.statusCode, 201, slow.body);
-      assert.equal((await metadata(slow.json().id)).json().thumbnail, 'rendered');
+      assert.equal((await metadataOf(t, slow.json().id)).thumbnail, 'rendered');
     } finally {
       process.kill(frozen, 'SIGCONT');
     }
     // The pool is back to its one process (the extra ones stop once no render waits) for the next upload.
     for (let tries = 0; renderWorkers().length > 1 && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(renderWorkers().length, 1, 'the process started for the slow render has stopped');
-    const after = await upload(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }]));
-    assert.equal((await metadata(after.json().id)).json().thumbnail, 'rendered');
+    const after = await upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }]));
+    assert.equal((await metadataOf(t, after.json().id)).thumbnail, 'rendered');
   });
 });
 
 describe('render time limit', () => {
   let t: TestApp;
-  const auth = basic('acme-admin', ACME_PASSWORD);
 
   before(async () => {
     t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: '1000', SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '1' });
@@ -159,17 +157,11 @@ describe('render time limit', () => {
     const workers = renderWorkers();
     assert.equal(workers.length, 1);
     for (const pid of workers) process.kill(pid, 'SIGSTOP');
-    const pending = t.app.inject({
-      method: 'POST',
-      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      payload: JSON.stringify({ payload: topHalfBlackPdf().toString('base64') }),
-    });
+    const pending = upload(t, topHalfBlackPdf());
     await new Promise((resolve) => setTimeout(resolve, 1500));
     for (const pid of workers) process.kill(pid, 'SIGCONT');
     const response = await pending;
     assert.equal(response.statusCode, 201, response.body);
-    const metadata = await t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/board/documents/${response.json().id}`, headers: { authorization: auth } });
-    assert.equal(metadata.json().thumbnail, 'rendered');
+    assert.equal((await metadataOf(t, response.json().id)).thumbnail, 'rendered');
   });
 });

@@ -13,7 +13,7 @@
  * PostgreSQL: a fresh database on the server SIGNROOM_BENCH_POSTGRES_URL names
  * (default postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
 import { benchDatabase } from './bench-database.ts';
+import { startSignroom } from './bench-server.ts';
 import { makePdf } from '../test/helpers/pdf.ts';
 
 const { values } = parseArgs({
@@ -34,7 +35,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-crash-bench-'));
 const database = await benchDatabase(values.dialect);
-const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn', PORT: '18095' };
+const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
 const base = 'http://127.0.0.1:18095';
 const documentsUrl = `${base}/admin/api/v3/organizations/bench/rooms/room/documents`;
 const headers = { authorization: `Basic ${Buffer.from('bench:bench-password').toString('base64')}`, 'content-type': 'application/json' };
@@ -53,19 +54,7 @@ function seeded(seed: number): () => number {
 const killMoments = seeded(42);
 const sizes = seeded(7);
 
-async function serve(): Promise<ChildProcess> {
-  const child = spawn(signroom, ['serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  for (let i = 0; i < 400; i++) {
-    if (child.exitCode !== null) throw new Error('the server exited');
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return child;
-    } catch {
-      // not yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('the server did not come up');
-}
+const serve = () => startSignroom(signroom, env, 18095);
 
 /** Every document of the room: id and SHA-256 from the list (metadata). */
 async function storedDocuments(): Promise<{ id: string; sha256: string }[]> {

@@ -12,7 +12,7 @@
  * PostgreSQL: a fresh database on the server SIGNROOM_BENCH_POSTGRES_URL names
  * (default postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { benchDatabase } from './bench-database.ts';
+import { startSignroom } from './bench-server.ts';
 import { sampleOrganization } from '../src/demo/sample-directory.ts';
 import { makePdf } from '../test/helpers/pdf.ts';
 
@@ -62,20 +63,8 @@ const port = 18090;
 const base = `http://127.0.0.1:${port}`;
 const documentsUrl = `${base}/admin/api/v3/organizations/bench/rooms/room/documents`;
 const lookupPath = '/admin/api/v3/organizations/bench/rooms/room/signatories/lookup?size=20&searchQuery=mul';
-const serve = (): ChildProcess => spawn(signroom, ['serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
-let server = serve();
-
-async function waitUp(): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('server did not come up');
-}
+const serve = () => startSignroom(signroom, env, port);
+let server: ChildProcess | undefined;
 
 async function upload(bytes: Buffer): Promise<number> {
   return (await uploadDocument(bytes)).ms;
@@ -99,7 +88,7 @@ function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 try {
-  await waitUp();
+  server = await serve();
   const lines: string[] = [];
 
   // 1. Typical documents against pdftoppm.
@@ -172,8 +161,7 @@ try {
   // The same document read back whole, by a new server process after reading a small one.
   server.kill('SIGTERM');
   await once(server, 'exit');
-  server = serve();
-  await waitUp();
+  server = await serve();
   await (await fetch(`${smallLocation}/content`, { headers: { authorization: AUTH } })).arrayBuffer();
   writeFileSync(`/proc/${server.pid!}/clear_refs`, '5');
   const beforeRead = rssKiB(server.pid!, 'VmRSS');
@@ -195,7 +183,7 @@ try {
   console.log(`25 MiB upload: ${sizeMiB.toFixed(1)} MiB document, peak RSS growth ${growthMiB.toFixed(0)} MiB (${(growthMiB / sizeMiB).toFixed(2)}× the size), ${uploadMs.toFixed(0)} ms to 201`);
   console.log(`reading it back (GET …/content, new server process): peak RSS growth ${readGrowthMiB.toFixed(0)} MiB (${(readGrowthMiB / sizeMiB).toFixed(2)}× the size), ${readMs.toFixed(0)} ms`);
 } finally {
-  server.kill('SIGTERM');
+  server?.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
   await cleanUp();
 }

@@ -34,11 +34,11 @@ const DESCENDANT_REFERENCE = /\/DescendantFonts\s{1,32}(\d{1,10})\s{1,32}\d{1,5}
 const DESCRIPTOR = /\/FontDescriptor\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const FONT_FILE = /\/FontFile[23]\s{1,32}\d{1,10}\s{1,32}\d{1,5}\s{1,32}R/;
 const ANY_FONT_FILE = /\/FontFile[23]?\s{1,32}\d{1,10}\s{1,32}\d{1,5}\s{1,32}R/;
-const TYPE0_GLOBAL = /\/Subtype\s{0,32}\/Type0\b/g;
 const CJK_ORDERING = /\/Ordering\s{0,32}\((?:GB1|CNS1|Japan1|Korea1)\)/;
 const SYSTEM_INFO_REFERENCE = /\/CIDSystemInfo\s{1,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const FIRST_REFERENCE = /^\s{0,32}\[\s{0,32}(\d{1,10})\s{1,32}\d{1,5}\s{1,32}R/;
 const TYPE0 = /\/Subtype\s{0,32}\/Type0\b/;
+const TYPE0_GLOBAL = new RegExp(TYPE0.source, 'g');
 const CID_TYPE0 = /\/Subtype\s{0,32}\/CIDFontType0\b/;
 const CID_TO_GID_MAP = /\/CIDToGIDMap\s{0,32}(?:\/Identity\b|\d{1,10}\s{1,32}\d{1,5}\s{1,32}R)/;
 /** A dictionary is read up to its object's end or stream, and no further than this. */
@@ -211,7 +211,7 @@ class ObjectIndex {
   /** Whether a Type 0 font dictionary's descendant is a CJK font (by its character collection) with no embedded program. */
   isNonEmbeddedCjk(font: string): boolean {
     const descendant = this.#descendant(font);
-    if (descendant === undefined || descendant === '') return false;
+    if (descendant === undefined) return false;
     const reference = SYSTEM_INFO_REFERENCE.exec(descendant);
     const systemInfo = reference === null ? descendant : (this.object(Number(reference[1])) ?? '');
     if (!CJK_ORDERING.test(systemInfo)) return false;
@@ -222,13 +222,13 @@ class ObjectIndex {
     return body !== undefined && !ANY_FONT_FILE.test(body);
   }
 
+  /** A Type 0 font's descendant font dictionary, or undefined when it has none or it is out of sight. */
   #descendant(font: string): string | undefined {
     const inline = DESCENDANT.exec(font);
-    if (inline !== null) return this.object(Number(inline[1])) ?? '';
+    if (inline !== null) return this.object(Number(inline[1]));
     const reference = DESCENDANT_REFERENCE.exec(font);
-    if (reference === null) return undefined;
-    const array = this.object(Number(reference[1]));
+    const array = reference === null ? undefined : this.object(Number(reference[1]));
     const first = array === undefined ? null : FIRST_REFERENCE.exec(array);
-    return first === null ? '' : (this.object(Number(first[1])) ?? '');
+    return first === null ? undefined : this.object(Number(first[1]));
   }
 }

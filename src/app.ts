@@ -18,6 +18,8 @@ import {
 import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
+import { SearchIndexes } from './services/search-indexes.ts';
+import { loadInWorker } from './services/search-index-loader.ts';
 import { DocumentService } from './services/documents.ts';
 import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
@@ -62,7 +64,9 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
 
   const blobs = await openBlobStore(database, config.dataDir);
   const renderer = new RenderPool(config.render);
+  const searchIndexes = new SearchIndexes(database.db, config.search, (job) => loadInWorker(config, job), app.log);
   app.addHook('onClose', async () => {
+    await searchIndexes.close();
     await renderer.close();
     await database.close();
   });
@@ -86,7 +90,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   await registerOpenApi(app, VERSION);
 
   // Both keep what they read between requests while the database reports no commit by another connection.
-  const lookup = new SignatoryLookup(database.db, config.maxPageSize, database.changes);
+  const lookup = new SignatoryLookup(database.db, config.maxPageSize, { changes: database.changes, indexes: searchIndexes });
   const authenticator = new Authenticator(database.db, config.login, {
     ...(options.now !== undefined ? { now: options.now } : {}),
     changes: database.changes,
@@ -99,6 +103,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   if (recovered.temporaryFiles + recovered.orphanBlobs > 0) app.log.info(recovered, 'removed what an interrupted upload left behind');
 
   await app.register(healthRoutes, {
+    searchIndexes: () => searchIndexes.status(),
     isReady: async () => {
       if (!renderer.ready) return false;
       try {
@@ -128,5 +133,9 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   );
   await registerOpenApiRoutes(app);
   await app.register(addMethodNotAllowed);
+  // In the background: until an organization's index is loaded, its lookups are answered by the database.
+  app.addHook('onReady', async () => {
+    searchIndexes.preload().catch((error: unknown) => app.log.warn({ err: error }, 'search index: could not list the organizations to load'));
+  });
   return app;
 }

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { SearchIndexPolicy } from './services/search-indexes.ts';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -16,6 +17,8 @@ export interface Config {
   /** SQLite: how much of the database file is memory-mapped, and the page cache beside it, in bytes. */
   readonly sqliteMemory: SqliteMemory;
   readonly maxPageSize: number;
+  /** In-memory search indexes of large organizations (see src/services/search-indexes.ts). */
+  readonly search: SearchIndexPolicy;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
   readonly logLevel: string;
@@ -77,6 +80,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       cacheBytes: integer(env, 'SIGNROOM_SQLITE_CACHE_MB', 64, 1, 1_048_576) * 1024 * 1024,
     }),
     maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
+    search: Object.freeze({
+      memoryBytes: integer(env, 'SIGNROOM_SEARCH_MEMORY_MB', 192, 0, 1_048_576) * 1024 * 1024,
+      minUsers: integer(env, 'SIGNROOM_SEARCH_MIN_USERS', 20_000, 0, 2_147_483_647),
+    }),
     maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),
     logLevel: oneOf(env, 'SIGNROOM_LOG_LEVEL', 'info', LOG_LEVELS),

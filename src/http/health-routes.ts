@@ -5,8 +5,22 @@ import { sendProblem } from './problem-handlers.ts';
 
 const Status = Type.Object({ status: Type.String() });
 
+const Readiness = Type.Object({
+  status: Type.String(),
+  searchIndexes: Type.Object(
+    {
+      organizations: Type.Integer({ description: 'Organizations whose in-memory search index is loaded' }),
+      loading: Type.Integer({ description: 'Index loads waiting or running; meanwhile those lookups are answered by the database' }),
+    },
+    { description: 'In-memory search indexes of large organizations (SIGNROOM_SEARCH_MEMORY_MB, SIGNROOM_SEARCH_MIN_USERS)' },
+  ),
+});
+
 /** `/livez` (the process runs) and `/readyz` (the process can serve: database reachable). */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ isReady: () => Promise<boolean> }> = async (app, { isReady }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{
+  isReady: () => Promise<boolean>;
+  searchIndexes: () => { organizations: number; loading: number };
+}> = async (app, { isReady, searchIndexes }) => {
   app.get(
     '/livez',
     {
@@ -27,11 +41,11 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ isReady: () => Promise<bo
         summary: 'Readiness: 200 when the database is migrated and reachable, 503 otherwise',
         security: [],
         // The handler sends no Retry-After here, unlike the API's 503 (problemResponses).
-        response: { 200: Status, 503: problemResponse(503) },
+        response: { 200: Readiness, 503: problemResponse(503) },
       },
     },
     async (_request, reply) => {
-      if (await isReady()) return { status: 'ready' };
+      if (await isReady()) return { status: 'ready', searchIndexes: searchIndexes() };
       return sendProblem(reply, 'service-unavailable', 'The database is not reachable.');
     },
   );

@@ -34,7 +34,8 @@ export interface SignatoryRow {
   roomMember: boolean;
 }
 
-const SORT_KEY_COLUMNS = {
+/** The folded column each sort field orders by. */
+export const SORT_KEY_COLUMNS = {
   lastname: 'lastname_key',
   firstname: 'firstname_key',
   email: 'email_key',
@@ -189,27 +190,39 @@ export async function findFewMatches(
   const total = Number(page[0]?.total ?? 0);
   if (total > upTo) return undefined;
   const ids = page.flatMap((row) => (row.id === null ? [] : [row.id]));
-  return { total, rows: await readUsersInOrder(db, criteria, ids) };
+  return { total, rows: await readUsersInOrder(db, criteria, 'id', ids) };
+}
+
+/** The users of the given seqs (the in-memory search index's page), read whole, in the order of the seqs. */
+export async function findUsersBySeq(db: Kysely<Database>, criteria: CandidateCriteria, seqs: readonly number[]): Promise<SignatoryRow[]> {
+  return readUsersInOrder(db, criteria, 'seq', seqs);
 }
 
 /**
- * The users of the given ids, read whole, in the order of the ids: a few hundred at a time (a
- * page may hold more ids than SQLite takes parameters), found by id and put in order here, so
- * no sort index tempts the planner into walking the organization.
+ * The users of the given ids or seqs, read whole, in the order given: a few hundred at a time (a
+ * page may hold more than SQLite takes parameters), found by key and put in order here, so no
+ * sort index tempts the planner into walking the organization.
  */
-async function readUsersInOrder(db: Kysely<Database>, criteria: CandidateCriteria, ids: readonly string[]): Promise<SignatoryRow[]> {
-  const position = new Map(ids.map((id, index) => [id, index]));
-  const rows: SignatoryRow[] = [];
-  for (const batch of chunks(ids, READ_BATCH)) {
+async function readUsersInOrder<K extends 'id' | 'seq'>(
+  db: Kysely<Database>,
+  criteria: CandidateCriteria,
+  key: K,
+  values: readonly (K extends 'id' ? string : number)[],
+): Promise<SignatoryRow[]> {
+  const position = new Map<string | number, number>(values.map((value, index) => [value, index]));
+  const rows: { row: SignatoryRow; at: number }[] = [];
+  for (const batch of chunks(values, READ_BATCH)) {
+    // By seq, the organization's index must not drive the read (SQLite chose it and walked the organization).
+    const orgId = key === 'seq' ? notIndexed(dialectOf(db), sql.ref<string>('u.org_id')) : sql.ref<string>('u.org_id');
     const read = await db
       .selectFrom('users as u')
-      .where('u.org_id', '=', criteria.orgId)
-      .where('u.id', 'in', batch)
-      .select((eb) => [...USER_COLUMNS, isRoomMember(eb, criteria.roomId).as('room_member')])
+      .where(orgId, '=', criteria.orgId)
+      .where(`u.${key}`, 'in', batch as never[])
+      .select((eb) => [...USER_COLUMNS, 'u.seq', isRoomMember(eb, criteria.roomId).as('room_member')])
       .execute();
-    rows.push(...read.map(toSignatoryRow));
+    for (const user of read) rows.push({ row: toSignatoryRow(user), at: position.get(key === 'id' ? user.id : Number(user.seq))! });
   }
-  return rows.sort((a, b) => position.get(a.id)! - position.get(b.id)!);
+  return rows.sort((a, b) => a.at - b.at).map(({ row }) => row);
 }
 
 /** Ids per statement when users are read by id: well under SQLite's 32,766 bound parameters. */

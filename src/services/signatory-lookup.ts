@@ -20,6 +20,7 @@ import {
   countSignatories,
   findFewMatches,
   findSignatories,
+  findUsersBySeq,
   type CandidateCriteria,
   type PagePlan,
   type SignatoryRow,
@@ -27,6 +28,7 @@ import {
 import { findTallies } from '../repositories/user-tally-repository.ts';
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from './change-scoped-cache.ts';
 import { LruCache } from './lru-cache.ts';
+import type { SearchIndexes } from './search-indexes.ts';
 
 /** The validated query of a lookup request. */
 export interface LookupRequest {
@@ -78,10 +80,14 @@ export class SignatoryLookup {
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
-  constructor(db: Kysely<Database>, maxPageSize: number, changes: ChangeSource = NO_CHANGE_SOURCE) {
+  /** In-memory indexes of large organizations, for lookups with search terms; none: the database answers all. */
+  readonly #indexes: SearchIndexes | undefined;
+
+  constructor(db: Kysely<Database>, maxPageSize: number, options: { changes?: ChangeSource; indexes?: SearchIndexes } = {}) {
     this.#db = db;
     this.#maxPageSize = maxPageSize;
-    this.#scopes = new ChangeScopedCache(changes, SCOPE_CACHE_ENTRIES);
+    this.#scopes = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, SCOPE_CACHE_ENTRIES);
+    this.#indexes = options.indexes;
   }
 
   /** One page of the room's signatories, as UTF-8 JSON; 404 problems for an unknown organization or room. */
@@ -151,6 +157,11 @@ export class SignatoryLookup {
     offset: number,
   ): Promise<{ total: number; rows: SignatoryRow[] }> {
     const countKey = cacheKey([keys.directoryVersion, keys.criteria]);
+    const fromIndex = keys.criteria.terms.length > 0 ? this.#searchIndex(keys, sort, size, offset) : undefined;
+    if (fromIndex !== undefined) {
+      this.#counts.set(countKey, fromIndex.total);
+      return { total: fromIndex.total, rows: fromIndex.seqs.length === 0 ? [] : await findUsersBySeq(db, keys.criteria, fromIndex.seqs) };
+    }
     let total = this.#counts.get(countKey);
     if (total === undefined && keys.criteria.terms.length > 0) {
       const few = await withParallelScans(db, () => findFewMatches(db, keys.criteria, sort, size, offset, SORT_MATCHES_UP_TO));
@@ -166,6 +177,31 @@ export class SignatoryLookup {
     }
     const rows = offset >= total ? [] : await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total));
     return { total, rows };
+  }
+
+  /**
+   * The total and the page's seqs from the organization's in-memory index, when one is held at
+   * exactly the version this lookup reads (with the room's members, if the filter needs them).
+   * Measured at a million users: a common 3-letter term in 15–25 ms, where the database reads
+   * and sorts its 44,000 matches in 150–340 ms.
+   */
+  #searchIndex(keys: LookupKeys, sort: { by: SortField; direction: SortDirection }, size: number, offset: number): { total: number; seqs: number[] } | undefined {
+    const { criteria } = keys;
+    const index = this.#indexes?.index(criteria.orgId, keys.directoryVersion);
+    if (index === undefined) return undefined;
+    const needsMembers = criteria.filter.roomMember !== undefined || criteria.filter.requiresInvitation !== undefined;
+    const members = needsMembers ? this.#indexes!.members(criteria.orgId, index, criteria.roomId) : undefined;
+    if (needsMembers && members === undefined) return undefined;
+    return index.search({
+      terms: criteria.terms,
+      includeExternal: criteria.includeExternal,
+      filter: criteria.filter,
+      members,
+      sortBy: sort.by,
+      direction: sort.direction,
+      offset,
+      size,
+    });
   }
 }
 

@@ -178,18 +178,49 @@ const queryArb = (orgs: ModelOrg[]) =>
     ),
   );
 
-describe('signatory lookup against a model of the contract', () => {
+/**
+ * Lookups with search terms are answered by the database, or, for organizations large enough, by
+ * an in-memory index (src/domain/search-index.ts): the suite runs once each way, with every
+ * organization indexed in the second.
+ */
+const MODES = [
+  { name: 'answered by the database', env: { SIGNROOM_SEARCH_MEMORY_MB: '0' }, indexed: false },
+  { name: 'answered by the in-memory search index', env: { SIGNROOM_SEARCH_MIN_USERS: '0' }, indexed: true },
+];
+
+for (const mode of MODES) describe(`signatory lookup against a model of the contract, ${mode.name}`, () => {
   let t: TestApp;
   let orgs: ModelOrg[];
   const MAX_PAGE_SIZE = 10;
 
+  /** With the index on: lookups that ask for every organization's index and rooms, until all are loaded at the current version. */
+  const loadSearchIndexes = async () => {
+    if (!mode.indexed) return;
+    let status = { organizations: 0, loading: 0 };
+    // First the organizations' indexes, then (asked for by a lookup the index answers) the rooms' members.
+    for (const pass of ['organizations', 'rooms']) {
+      for (const org of orgs) {
+        for (const room of org.rooms) {
+          const url = `${LOOKUP(org.id, room.id)}?searchQuery=warm-${pass}-${Date.now()}&roomMember=true`;
+          await t.app.inject({ url, headers: { authorization: basic('root', 'root-password') } });
+        }
+      }
+      do {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        status = (await t.app.inject('/readyz')).json().searchIndexes;
+      } while (status.loading > 0);
+    }
+    assert.equal(status.organizations, orgs.length, 'every organization is indexed');
+  };
+
   before(async () => {
-    t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE) });
+    t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
     orgs = Array.from({ length: 12 }, (_, i) => fc.sample(orgArb(i), { numRuns: 1, seed: 1000 + i })[0]!);
     await t.importDirectory({
       organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
       credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
     });
+    await loadSearchIndexes();
   });
   after(async () => t.close());
 
@@ -233,7 +264,9 @@ describe('signatory lookup against a model of the contract', () => {
     await t.importDirectory({
       organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
     });
+    // Before the indexes of the new version are loaded (the database answers), and after.
     for (const org of orgs) for (const query of FIXED_QUERIES) await answersLikeTheModel(org, query);
+    await loadSearchIndexes();
     await fc.assert(randomQueriesAnswerLikeTheModel(), { numRuns: 800 });
   });
 

@@ -1,0 +1,115 @@
+import { sql, type Kysely } from 'kysely';
+import { notIndexed } from '../db/dialect-sql.ts';
+import { dialectOf } from '../db/dialect.ts';
+import type { Database } from '../db/tables.ts';
+import type { IndexedUser } from '../domain/search-index.ts';
+import { sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
+import { SORT_KEY_COLUMNS } from './signatory-repository.ts';
+
+/**
+ * What the in-memory search index is built from, read in short pieces so that
+ * requests are served between them: each piece is its own statement, and the
+ * caller compares the directory version before and after (every change bumps
+ * it) to know the pieces fit together.
+ */
+
+/** The organizations with at least `minUsers` users, largest first. */
+export async function findOrganizationsBySize(db: Kysely<Database>, minUsers: number): Promise<{ orgId: string; users: number }[]> {
+  const rows = await db
+    .selectFrom('user_tallies')
+    .select((eb) => ['org_id', eb.fn.sum<number | string>('users').as('users')])
+    .where('room_id', '=', '')
+    .groupBy('org_id')
+    .having((eb) => eb.fn.sum('users'), '>=', minUsers)
+    .orderBy('users', 'desc')
+    .execute();
+  return rows.map((row) => ({ orgId: row.org_id, users: Number(row.users) }));
+}
+
+/** The organization's directory version and number of users; undefined for an unknown organization. */
+export async function findOrganizationSize(db: Kysely<Database>, orgId: string): Promise<{ version: number; users: number } | undefined> {
+  const row = await db
+    .selectFrom('organizations as o')
+    .select((eb) => [
+      'o.directory_version',
+      eb
+        .selectFrom('user_tallies as t')
+        .select((inner) => inner.fn.coalesce(inner.fn.sum<number | string>('t.users'), sql<number>`0`).as('users'))
+        .whereRef('t.org_id', '=', 'o.id')
+        .where('t.room_id', '=', '')
+        .as('users'),
+    ])
+    .where('o.id', '=', orgId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : { version: Number(row.directory_version), users: Number(row.users ?? 0) };
+}
+
+/** The organization's directory version, or undefined once it is gone. */
+export async function findDirectoryVersion(db: Kysely<Database>, orgId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('organizations').select('directory_version').where('id', '=', orgId).executeTakeFirst();
+  return row === undefined ? undefined : Number(row.directory_version);
+}
+
+/**
+ * The organization's next users after `afterSeq`, in seq order: walked along
+ * the table's own key (the organization column is kept out of the index
+ * choice, which would otherwise sort the whole organization for each piece).
+ */
+export async function readIndexedUsers(db: Kysely<Database>, orgId: string, afterSeq: number, limit: number): Promise<IndexedUser[]> {
+  const rows = await db
+    .selectFrom('users as u')
+    .select(['u.seq', 'u.search_key', 'u.external', 'u.needs_invite'])
+    .where('u.seq', '>', afterSeq)
+    .where(notIndexed(dialectOf(db), sql.ref<string>('u.org_id')), '=', orgId)
+    .orderBy('u.seq')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ seq: Number(row.seq), searchKey: row.search_key, external: row.external === 1, needsInvite: row.needs_invite === 1 }));
+}
+
+/** Where a walk along a sort order stopped: the sort keys and id of the last user read. */
+export type SortPosition = readonly [string, string, string, string];
+
+/** The seqs of the organization's next users in the sort order of `field` (ascending), after `after`. */
+export async function readSortOrder(
+  db: Kysely<Database>,
+  orgId: string,
+  field: SortField,
+  after: SortPosition | undefined,
+  limit: number,
+): Promise<{ seqs: number[]; last: SortPosition | undefined }> {
+  const columns = [...sortKeyOrder(field).map((key) => `u.${SORT_KEY_COLUMNS[key]}` as const), 'u.id' as const];
+  let query = db.selectFrom('users as u').select(['u.seq', ...columns]).where('u.org_id', '=', orgId);
+  if (after !== undefined) {
+    query = query.where(sql<boolean>`(${sql.join(columns.map((column) => sql.ref(column)))}) > (${sql.join(after)})`);
+  }
+  for (const column of columns) query = query.orderBy(column);
+  const rows = await query.limit(limit).execute();
+  const lastRow = rows.at(-1);
+  const position = (row: NonNullable<typeof lastRow>): SortPosition => {
+    const values = columns.map((column) => row[column.slice(2) as keyof typeof row] as string);
+    return [values[0]!, values[1]!, values[2]!, values[3]!];
+  };
+  return { seqs: rows.map((row) => Number(row.seq)), last: lastRow === undefined ? undefined : position(lastRow) };
+}
+
+/** The seqs of the room's next members after the user id `afterUserId`, by user id. */
+export async function readRoomMemberSeqs(
+  db: Kysely<Database>,
+  orgId: string,
+  roomId: string,
+  afterUserId: string,
+  limit: number,
+): Promise<{ seqs: number[]; last: string | undefined }> {
+  const rows = await db
+    .selectFrom('room_members as m')
+    .innerJoin('users as u', (join) => join.onRef('u.org_id', '=', 'm.org_id').onRef('u.id', '=', 'm.user_id'))
+    .select(['m.user_id', 'u.seq'])
+    .where('m.org_id', '=', orgId)
+    .where('m.room_id', '=', roomId)
+    .where('m.user_id', '>', afterUserId)
+    .orderBy('m.user_id')
+    .limit(limit)
+    .execute();
+  return { seqs: rows.map((row) => Number(row.seq)), last: rows.at(-1)?.user_id };
+}

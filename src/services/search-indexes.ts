@@ -1,0 +1,192 @@
+import { SearchIndex, type RoomMembers } from '../domain/search-index.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/tables.ts';
+import { findOrganizationsBySize } from '../repositories/search-index-repository.ts';
+import type { LoadJob, LoadResult, RunningLoad } from './search-index-loader.ts';
+
+/** How much the in-memory search indexes may hold, and which organizations get one. */
+export interface SearchIndexPolicy {
+  /** Bytes for all indexes together; 0 turns them off. */
+  readonly memoryBytes: number;
+  /** Organizations with fewer users are searched in the database only. */
+  readonly minUsers: number;
+}
+
+/** Where log lines go (the app's logger). */
+export interface SearchIndexLog {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
+/** Bytes an index holds per user, roughly (measured at a million users: 73), to skip a load that could not fit. */
+const BYTES_PER_USER = 80;
+/** After a load fails (the database went away), the organization is not tried again for this long. */
+const RETRY_AFTER_MS = 30_000;
+
+interface Ready {
+  index: SearchIndex;
+  rooms: Map<string, RoomMembers>;
+}
+
+type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number };
+
+/** Starts a load (in a worker thread: src/services/search-index-loader.ts). */
+export type Loader = (job: LoadJob) => RunningLoad;
+
+/** Tells queued jobs apart: one load per organization, one per room. */
+function jobKey(job: Job): string {
+  return job.kind === 'organization' ? `o\0${job.orgId}` : `r\0${job.orgId}\0${job.roomId}`;
+}
+
+/**
+ * Keeps an in-memory SearchIndex per large organization, loaded in the
+ * background and used only at exactly the directory version it was read at:
+ * a lookup at another version is answered by the database, and asks for a
+ * fresh load. Room members are loaded the same way, when a filter needs them.
+ * Loads run one at a time, each in a worker thread; the least recently used
+ * indexes are dropped to stay within the memory policy.
+ */
+export class SearchIndexes {
+  readonly #db: Kysely<Database>;
+  readonly #policy: SearchIndexPolicy;
+  readonly #load: Loader;
+  readonly #log: SearchIndexLog;
+  /** In least recently used order: a use moves an entry to the end. */
+  readonly #ready = new Map<string, Ready>();
+  /** Organizations not indexed at a version (too few users, or too many for the memory). */
+  readonly #skipped = new Map<string, number>();
+  readonly #failedAt = new Map<string, number>();
+  readonly #queue: Job[] = [];
+  readonly #queued = new Set<string>();
+  #running: Promise<void> | undefined;
+  #current: RunningLoad | undefined;
+  #closed = false;
+
+  /** `db` lists the organizations to preload; `load` reads an index or a room's members. */
+  constructor(db: Kysely<Database>, policy: SearchIndexPolicy, load: Loader, log: SearchIndexLog) {
+    this.#db = db;
+    this.#policy = policy;
+    this.#load = load;
+    this.#log = log;
+  }
+
+  /** The organization's index at exactly this version; otherwise undefined, and a load is queued if one is worth it. */
+  index(orgId: string, version: number): SearchIndex | undefined {
+    if (this.#policy.memoryBytes === 0) return undefined;
+    const ready = this.#ready.get(orgId);
+    if (ready !== undefined && ready.index.version === version) {
+      this.#ready.delete(orgId);
+      this.#ready.set(orgId, ready);
+      return ready.index;
+    }
+    // Versions only grow: an older index will never be asked for again, so its memory is freed now.
+    if (ready !== undefined && ready.index.version < version) this.#ready.delete(orgId);
+    if (this.#skipped.get(orgId) !== version) this.#enqueue({ kind: 'organization', orgId });
+    return undefined;
+  }
+
+  /** The room's members in the organization's index; otherwise undefined, and a load is queued. */
+  members(orgId: string, index: SearchIndex, roomId: string): RoomMembers | undefined {
+    const ready = this.#ready.get(orgId);
+    if (ready === undefined || ready.index !== index) return undefined;
+    const members = ready.rooms.get(roomId);
+    if (members === undefined) this.#enqueue({ kind: 'room', orgId, roomId, version: index.version });
+    return members;
+  }
+
+  /** Indexes held, and loads waiting or running: for /readyz. */
+  status(): { organizations: number; loading: number } {
+    return { organizations: this.#ready.size, loading: this.#queued.size };
+  }
+
+  /** Queues a load for every organization large enough, largest first, as far as the memory allows. */
+  async preload(): Promise<void> {
+    if (this.#policy.memoryBytes === 0) return;
+    let planned = 0;
+    for (const { orgId, users } of await findOrganizationsBySize(this.#db, Math.max(1, this.#policy.minUsers))) {
+      planned += users * BYTES_PER_USER;
+      if (planned > this.#policy.memoryBytes) break;
+      this.#enqueue({ kind: 'organization', orgId });
+    }
+  }
+
+  /** Stops loading: the running load is cancelled, nothing else starts. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#queue.length = 0;
+    await this.#current?.cancel();
+    await this.#running;
+  }
+
+  #enqueue(job: Job): void {
+    if (this.#closed || this.#queued.has(jobKey(job))) return;
+    if (Date.now() - (this.#failedAt.get(job.orgId) ?? -Infinity) < RETRY_AFTER_MS) return;
+    this.#queued.add(jobKey(job));
+    this.#queue.push(job);
+    this.#running ??= this.#work().finally(() => (this.#running = undefined));
+  }
+
+  async #work(): Promise<void> {
+    for (let job = this.#queue.shift(); job !== undefined && !this.#closed; job = this.#queue.shift()) {
+      const started = performance.now();
+      try {
+        if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started);
+        else await this.#loadRoom(job.orgId, job.roomId, job.version);
+      } catch (error) {
+        if (this.#closed) return;
+        this.#failedAt.set(job.orgId, Date.now());
+        this.#log.warn({ err: error, organization: job.orgId }, 'search index: load failed; lookups use the database meanwhile');
+      } finally {
+        this.#queued.delete(jobKey(job));
+      }
+    }
+  }
+
+  /** Runs one load, to its end or until closing. */
+  async #run(job: LoadJob): Promise<LoadResult> {
+    this.#current = this.#load(job);
+    try {
+      return await this.#current.result;
+    } finally {
+      this.#current = undefined;
+    }
+  }
+
+  async #loadOrganization(orgId: string, started: number): Promise<void> {
+    const maxUsers = Math.floor(this.#policy.memoryBytes / BYTES_PER_USER);
+    const result = await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
+    if (this.#closed) return;
+    // What is held is of an older version (or the same, loaded again): never to be used again.
+    this.#ready.delete(orgId);
+    if (result.kind === 'skipped') this.#skipped.set(orgId, result.version);
+    if (result.kind !== 'index') return;
+    const index = new SearchIndex(result.parts);
+    if (!this.#makeRoom(index.bytes, orgId)) {
+      this.#skipped.set(orgId, index.version);
+      return;
+    }
+    this.#ready.set(orgId, { index, rooms: new Map() });
+    this.#log.info(
+      { organization: orgId, users: index.users, version: index.version, mib: Math.round(index.bytes / 2 ** 20), ms: Math.round(performance.now() - started) },
+      'search index: loaded',
+    );
+  }
+
+  async #loadRoom(orgId: string, roomId: string, version: number): Promise<void> {
+    const result = await this.#run({ kind: 'room', orgId, roomId, version });
+    const ready = this.#ready.get(orgId);
+    if (result.kind !== 'members' || this.#closed || ready === undefined || ready.index.version !== version) return;
+    const members = ready.index.roomMembers(result.seqs);
+    if (members !== undefined && this.#makeRoom(members.bytes, orgId)) ready.rooms.set(roomId, members);
+  }
+
+  /** Drops the least recently used indexes of other organizations until `bytes` more fit; false if they cannot. */
+  #makeRoom(bytes: number, orgId: string): boolean {
+    const held = () => [...this.#ready.values()].reduce((sum, ready) => sum + ready.index.bytes + [...ready.rooms.values()].reduce((s, m) => s + m.bytes, 0), 0);
+    for (const other of [...this.#ready.keys()]) {
+      if (held() + bytes <= this.#policy.memoryBytes) return true;
+      if (other !== orgId) this.#ready.delete(other);
+    }
+    return held() + bytes <= this.#policy.memoryBytes;
+  }
+}

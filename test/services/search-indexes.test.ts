@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/db/tables.ts';
+import { SearchIndexBuilder } from '../../src/domain/search-index.ts';
+import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search-index-loader.ts';
+import { SearchIndexes } from '../../src/services/search-indexes.ts';
+
+/** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
+type Directory = Map<string, { version: number; users: number; members?: number[] }>;
+
+function parts(version: number, users: number) {
+  const builder = new SearchIndexBuilder(version, users);
+  const seqs = Array.from({ length: users }, (_, i) => i + 1);
+  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `user${String(seq).padStart(4, '0')}`.padEnd(45, '.'), external: false, needsInvite: false })));
+  for (const field of ['lastname', 'firstname', 'email'] as const) builder.addOrder(field, seqs);
+  return builder.parts()!;
+}
+
+/** Loads from `directory`; `gate`, while set, holds every load until it resolves. */
+function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?: Set<string> } = {}) {
+  const jobs: LoadJob[] = [];
+  const load = (job: LoadJob): RunningLoad => {
+    jobs.push(job);
+    let cancelled = false;
+    const result = (async (): Promise<LoadResult> => {
+      await options.gate;
+      if (cancelled) throw new Error('cancelled');
+      if (options.fail?.has(job.orgId) === true) throw new Error('database unreachable');
+      const org = directory.get(job.orgId);
+      if (org === undefined) return { kind: 'stale' };
+      if (job.kind === 'room') return job.version === org.version ? { kind: 'members', seqs: Float64Array.from(org.members ?? []) } : { kind: 'stale' };
+      if (org.users < job.minUsers || org.users > job.maxUsers) return { kind: 'skipped', version: org.version, users: org.users };
+      return { kind: 'index', parts: parts(org.version, org.users) };
+    })();
+    return { result, cancel: async () => void (cancelled = true) };
+  };
+  return { load, jobs };
+}
+
+const quiet = { info: () => undefined, warn: () => undefined };
+const noDatabase = undefined as unknown as Kysely<Database>;
+
+async function settled(indexes: SearchIndexes): Promise<void> {
+  while (indexes.status().loading > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+describe('SearchIndexes', () => {
+  it('answers only at the version loaded, and loads the new version when asked at it', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, jobs } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet);
+    assert.equal(indexes.index('acme', 1), undefined, 'not loaded yet: the database answers');
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 1)?.users, 10);
+    directory.set('acme', { version: 2, users: 12 });
+    assert.equal(indexes.index('acme', 2), undefined, 'an index of another version is never used');
+    assert.equal(indexes.index('acme', 1), undefined, 'the old one is dropped once a newer version is asked for');
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 2)?.users, 12);
+    assert.equal(jobs.length, 2);
+  });
+
+  it('does not index an organization below the minimum or beyond the memory, until its version changes', async () => {
+    const directory: Directory = new Map([['small', { version: 1, users: 3 }], ['huge', { version: 1, users: 100_000 }]]);
+    const { load, jobs } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet);
+    for (const orgId of ['small', 'huge']) {
+      assert.equal(indexes.index(orgId, 1), undefined);
+      await settled(indexes);
+      assert.equal(indexes.index(orgId, 1), undefined);
+    }
+    assert.equal(jobs.length, 2, 'asked again at the same version, no load is queued');
+    directory.set('small', { version: 2, users: 6 });
+    indexes.index('small', 2);
+    await settled(indexes);
+    assert.equal(indexes.index('small', 2)?.users, 6);
+  });
+
+  it('drops the least recently used indexes to stay within its memory', async () => {
+    // 100 users: about 7 KB each; room for two.
+    const directory: Directory = new Map(['a', 'b', 'c'].map((orgId) => [orgId, { version: 1, users: 100 }]));
+    const { load } = fakeLoader(directory);
+    const bytes = parts(1, 100);
+    const size = bytes.keys.byteLength + bytes.starts.byteLength + bytes.kinds.byteLength + bytes.seqs.byteLength + 3 * bytes.orders.email.byteLength;
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet);
+    for (const orgId of ['a', 'b']) indexes.index(orgId, 1);
+    await settled(indexes);
+    assert.ok(indexes.index('a', 1) !== undefined, 'a is now used more recently than b');
+    indexes.index('c', 1);
+    await settled(indexes);
+    assert.equal(indexes.status().organizations, 2);
+    assert.ok(indexes.index('c', 1) !== undefined);
+    assert.ok(indexes.index('a', 1) !== undefined);
+    assert.equal(indexes.index('b', 1), undefined, 'b was the least recently used');
+  });
+
+  it('loads a room\'s members when a filter needs them, at the index\'s version', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
+    const { load } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    const index = indexes.index('acme', 1)!;
+    assert.equal(indexes.members('acme', index, 'board'), undefined);
+    await settled(indexes);
+    const members = indexes.members('acme', index, 'board');
+    assert.deepEqual([0, 1, 2, 3].map((user) => members?.has(user)), [false, true, false, true]);
+  });
+
+  it('after a failed load, waits before trying the organization again', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, jobs } = fakeLoader(directory, { fail: new Set(['acme']) });
+    const warnings: string[] = [];
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) });
+    indexes.index('acme', 1);
+    await settled(indexes);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    assert.equal(jobs.length, 1);
+    assert.equal(warnings.length, 1);
+  });
+
+  it('is off with no memory, and close() cancels the load running', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const off = fakeLoader(directory);
+    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet);
+    assert.equal(none.index('acme', 1), undefined);
+    assert.equal(off.jobs.length, 0);
+
+    let open!: () => void;
+    const held = fakeLoader(directory, { gate: new Promise<void>((resolve) => (open = resolve)) });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet);
+    indexes.index('acme', 1);
+    indexes.index('other', 1);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const closed = indexes.close();
+    open();
+    await closed;
+    assert.equal(indexes.index('acme', 1), undefined);
+    assert.equal(held.jobs.length, 1, 'the queued load never started');
+  });
+});

@@ -183,7 +183,7 @@ const queryArb = (orgs: ModelOrg[]) =>
  * an in-memory index (src/domain/search-index.ts): the suite runs once each way, with every
  * organization indexed in the second.
  */
-const MODES = [
+const MODES: { name: string; env: Record<string, string>; indexed: boolean }[] = [
   { name: 'answered by the database', env: { SIGNROOM_SEARCH_MEMORY_MB: '0' }, indexed: false },
   { name: 'answered by the in-memory search index', env: { SIGNROOM_SEARCH_MIN_USERS: '0' }, indexed: true },
 ];

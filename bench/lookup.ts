@@ -141,12 +141,14 @@ try {
   await (await fetch(`http://127.0.0.1:${port}${base}/no-such-room/signatories/lookup`, { headers: { authorization: AUTH } })).text();
   // First-seen queries: the count is not cached yet.
   const firstSeen: number[] = [];
+  const firstSeenUrls: string[] = [];
   const recorded: Record<string, { contentType: string; body: string }> = {};
   for (const url of [...urls, ...bigPage]) {
     started = performance.now();
     const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
     const body = await response.text();
     firstSeen.push(performance.now() - started);
+    firstSeenUrls.push(url);
     if (response.status !== 200) throw new Error(`${url}: ${response.status} ${body}`);
     recorded[url] = { contentType: response.headers.get('content-type') ?? 'application/json', body };
   }
@@ -156,6 +158,7 @@ try {
     await response.text();
     if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
     firstSeen.push(performance.now() - started);
+    firstSeenUrls.push(url);
   }
   const shortSeen: number[] = [];
   for (const url of shortTerms) {
@@ -206,6 +209,8 @@ try {
       `meanwhile, first-seen "sch" and "ov" from the database: ${beforeIndex.map((ms) => ms.toFixed(1)).join(', ')} ms`,
   );
   console.log(`first-seen (uncached count) lookups, ${firstSeen.length} of them: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms; 1–2 character terms: ${shortSeen.map((ms) => ms.toFixed(1)).join(', ')} ms\n`);
+  const slowest = firstSeen.map((ms, i) => ({ ms, url: firstSeenUrls[i]!.slice(base.length) })).sort((a, b) => b.ms - a.ms).slice(0, 3);
+  console.log(`slowest first-seen: ${slowest.map((s) => `${s.url} ${s.ms.toFixed(1)} ms`).join('; ')}`);
   console.log(`deep pages of 20 (uncached, sorted by email): ${deepPages.map((d) => `page ${d.page}: ${d.ms.toFixed(1)} ms`).join(', ')}\n`);
   console.log('| server and load | req/s | p50 ms | p90 ms | p99 ms | errors | throughput |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');

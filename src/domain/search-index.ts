@@ -7,7 +7,7 @@
  * a builder is fed what the database reads; src/services/search-indexes.ts
  * loads and keeps them.
  */
-import { matchesFilter, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
+import { filterNeedsMembers, matchesFilter, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
 
 /** Ends every search key in the buffer: no stored key contains U+0000, so no term can match across two users. */
 const END_OF_KEY = 0;
@@ -129,7 +129,7 @@ export class SearchIndex {
   search(search: IndexSearch): { total: number; seqs: number[] } {
     const candidates = this.#matching(search.terms);
     const accepted = acceptedKinds(search.includeExternal, search.filter);
-    const needsMembers = search.filter.roomMember !== undefined || search.filter.requiresInvitation !== undefined;
+    const needsMembers = filterNeedsMembers(search.filter);
     if (needsMembers && search.members === undefined) throw new Error('this filter needs the room members');
     const members = needsMembers ? search.members : undefined;
     let total = 0;

@@ -49,6 +49,11 @@ export function signatoryFilter(request: {
   }
 }
 
+/** Whether the filter depends on who is a member of the room. */
+export function filterNeedsMembers(filter: SignatoryFilter): boolean {
+  return filter.roomMember !== undefined || filter.requiresInvitation !== undefined;
+}
+
 /** Whether a user who is not a room member must be invited: external or not yet activated. */
 export function needsInvitation(user: { external: boolean; status: 'active' | 'pending' }): boolean {
   return user.external || user.status === 'pending';

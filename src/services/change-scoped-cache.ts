@@ -5,9 +5,11 @@ export interface ChangeSource {
   /**
    * A number that moves whenever another connection commits (SQLite's
    * `PRAGMA data_version`, PostgreSQL's change notices), or undefined while
-   * the database cannot tell, so nothing is kept.
+   * the database cannot tell, so nothing is kept. With `asOf` (a
+   * `performance.now()` reading), a reading taken since that moment will do:
+   * the two caches a request reads share one.
    */
-  token(): number | undefined;
+  token(asOf?: number): number | undefined;
   /**
    * Resolves once token() reflects every commit made before the moment
    * `asOf` (a `performance.now()` reading; PostgreSQL: the notices of those
@@ -33,8 +35,8 @@ export class ChangeScopedCache<K, V> {
   }
 
   /** Where the cache stands: take it before a read, and give it to set() after. */
-  token(): number | undefined {
-    const databaseToken = this.#changes.token();
+  token(asOf?: number): number | undefined {
+    const databaseToken = this.#changes.token(asOf);
     if (databaseToken === undefined) return undefined;
     if (databaseToken !== this.#databaseToken) {
       this.#entries.clear();
@@ -44,8 +46,8 @@ export class ChangeScopedCache<K, V> {
     return this.#generation;
   }
 
-  get(key: K): V | undefined {
-    return this.token() === undefined ? undefined : this.#entries.get(key);
+  get(key: K, asOf?: number): V | undefined {
+    return this.token(asOf) === undefined ? undefined : this.#entries.get(key);
   }
 
   /** Keeps a value read after token() gave `readAt`, unless the database changed or anything was forgotten since. */
@@ -61,9 +63,9 @@ export class ChangeScopedCache<K, V> {
   async read(key: K, load: () => Promise<V>, asOf = performance.now()): Promise<V> {
     const caughtUp = this.#changes.catchUp(asOf);
     if (caughtUp !== undefined) await caughtUp;
-    const kept = this.get(key);
+    const kept = this.get(key, asOf);
     if (kept !== undefined) return kept;
-    const readAt = this.token();
+    const readAt = this.token(asOf);
     const value = await load();
     this.set(key, value, readAt);
     return value;

@@ -81,6 +81,30 @@ describe('ChangeScopedCache', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it('shares one SQLite reading between the reads of one request, and sees another connection\'s commit in the next', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-token-'));
+    const config = loadConfig({ SIGNROOM_DATA_DIR: dataDir });
+    const server = openDatabase(config);
+    const other = openDatabase(config);
+    try {
+      await sql`create table t (x integer)`.execute(other.db);
+      const firstRequest = performance.now();
+      const before = server.changes.token(firstRequest);
+      await sql`insert into t values (1)`.execute(other.db);
+      // A reading taken since the request arrived will do for it; the commit came after that.
+      assert.equal(server.changes.token(firstRequest), before);
+      const nextRequest = performance.now();
+      const afterFirstCommit = server.changes.token(nextRequest);
+      assert.notEqual(afterFirstCommit, before, 'a request arriving after the commit sees it');
+      await sql`insert into t values (2)`.execute(other.db);
+      assert.notEqual(server.changes.token(), afterFirstCommit, 'without a moment, always a fresh reading');
+    } finally {
+      await other.close();
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
 
 function tokenSource(token: () => number | undefined): ChangeSource {

@@ -9,6 +9,7 @@ import * as userTallies from './2026-11-23T0400-user-tallies.ts';
 import * as shortTermScan from './2026-11-23T0500-short-term-scan.ts';
 import * as changeNotices from './2026-11-23T0600-change-notices.ts';
 import * as searchIndexWithoutPositions from './2026-11-23T0700-search-index-without-positions.ts';
+import * as sortIndexesCoverSeq from './2026-11-23T0800-sort-indexes-cover-seq.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -25,6 +26,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-23T0500-short-term-scan': shortTermScan,
   '2026-11-23T0600-change-notices': changeNotices,
   '2026-11-23T0700-search-index-without-positions': searchIndexWithoutPositions,
+  '2026-11-23T0800-sort-indexes-cover-seq': sortIndexesCoverSeq,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -20,7 +20,7 @@ import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { SearchIndexes } from './services/search-indexes.ts';
-import { loadInWorker } from './services/search-index-loader.ts';
+import { loadInProcess } from './services/search-index-loader.ts';
 import { DocumentService } from './services/documents.ts';
 import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
@@ -65,7 +65,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
 
   const blobs = await openBlobStore(database, config.dataDir);
   const renderer = new RenderPool(config.render);
-  const searchIndexes = new SearchIndexes(database.db, config.search, (job) => loadInWorker(config, job), app.log);
+  const searchIndexes = new SearchIndexes(database.db, config.search, (job) => loadInProcess(config, job), app.log);
   app.addHook('onClose', async () => {
     await searchIndexes.close();
     await renderer.close();

@@ -58,7 +58,7 @@ export interface IndexSearch {
   size: number;
 }
 
-/** What an index is made of: plain typed arrays, which a worker thread can hand over without copying. */
+/** What an index is made of: plain typed arrays, which a loading process can send as they are. */
 export interface SearchIndexParts {
   version: number;
   /** Every user's search key, each ended by U+0000, in ascending seq order (UTF-8). */

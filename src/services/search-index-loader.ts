@@ -1,4 +1,9 @@
-import { Worker } from 'node:worker_threads';
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/tables.ts';
@@ -77,33 +82,127 @@ async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'roo
   return { kind: 'members', seqs: Float64Array.from(seqs) };
 }
 
-const WORKER = new URL('./search-index-worker.ts', import.meta.url);
+const LOADER = fileURLToPath(new URL('./search-index-worker.ts', import.meta.url));
 
-/**
- * A small heap for the worker: what it keeps is in typed arrays outside it, and
- * the process keeps the pages of a worker's heap after the worker ends
- * (measured: a million users read with the default heap left the server 400
- * MB larger; with these limits, about 50 MB).
- */
-const WORKER_HEAP = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 64 };
-
-/** A load running in a worker thread; cancel() stops it (the result then rejects). */
+/** A load running in a process of its own; cancel() stops it (the result then rejects). */
 export interface RunningLoad {
   result: Promise<LoadResult>;
   cancel(): Promise<void>;
 }
 
+/** What the loading process sends back: the result, with its arrays left in `file` (see writeResult). */
+type LoaderReply = { result: LoadResult } | { error: string };
+
 /**
- * Runs a job in a worker thread with its own database connection and a small
- * heap: the request thread keeps serving while it reads, and its own heap does
- * not grow with the rows read. The arrays are handed over, not copied.
+ * Runs a job in a child process with its own database connection: the request
+ * thread keeps serving while it reads, and all the memory the reading takes
+ * goes back to the system when the process ends. (In a worker thread, a
+ * million users left the server 80 MB larger for good beyond the index: the
+ * thread's heap pages stay with the process; sent over the IPC channel, the
+ * arrays took twice their size on the way.) The arrays come back through a
+ * temporary file, read straight into arrays of their exact size.
  */
-export function loadInWorker(config: Config, job: LoadJob): RunningLoad {
-  const worker = new Worker(WORKER, { workerData: { config, job }, resourceLimits: WORKER_HEAP });
-  const result = new Promise<LoadResult>((resolve, reject) => {
-    worker.once('message', resolve);
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the search index loader stopped (exit code ${code})`)));
+export function loadInProcess(config: Config, job: LoadJob): RunningLoad {
+  const file = path.join(tmpdir(), `signroom-search-index-${process.pid}-${randomUUID()}`);
+  const child = fork(LOADER, [], {
+    execArgv: ['--max-old-space-size=256', '--disable-warning=ExperimentalWarning'],
+    serialization: 'advanced',
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
-  return { result, cancel: async () => void (await worker.terminate()) };
+  const reply = new Promise<LoaderReply>((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('error', reject);
+    child.once('exit', (code, signal) => reject(new Error(`the search index loader stopped (${signal ?? `exit code ${code}`})`)));
+  });
+  child.send({ config, job, file });
+  const result = (async () => {
+    try {
+      const answer = await reply;
+      if ('error' in answer) throw new Error(answer.error);
+      return await readResult(answer.result, file);
+    } finally {
+      await rm(file, { force: true });
+    }
+  })();
+  return {
+    result,
+    cancel: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** The arrays of a result, in the order they are written to the file. */
+function arraysOf(result: LoadResult): ArrayBufferView[] {
+  if (result.kind === 'members') return [result.seqs];
+  if (result.kind !== 'index') return [];
+  const { keys, starts, kinds, seqs, orders } = result.parts;
+  return [keys, starts, kinds, seqs, orders.lastname, orders.firstname, orders.email];
+}
+
+/** Writes a result's arrays to `file`, and returns it with empty arrays of the same lengths in their place. */
+export async function writeResult(result: LoadResult, file: string): Promise<LoadResult> {
+  const handle = await open(file, 'w', 0o600);
+  try {
+    for (const array of arraysOf(result)) await handle.write(new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+  } finally {
+    await handle.close();
+  }
+  return hollow(result);
+}
+
+/** The result with each array replaced by its length: what crosses the IPC channel. */
+function hollow(result: LoadResult): LoadResult {
+  const lengths = (array: { length: number }) => ({ length: array.length }) as never;
+  if (result.kind === 'members') return { kind: 'members', seqs: lengths(result.seqs) };
+  if (result.kind !== 'index') return result;
+  const { parts } = result;
+  return {
+    kind: 'index',
+    parts: {
+      version: parts.version,
+      keys: lengths(parts.keys),
+      starts: lengths(parts.starts),
+      kinds: lengths(parts.kinds),
+      seqs: lengths(parts.seqs),
+      orders: { lastname: lengths(parts.orders.lastname), firstname: lengths(parts.orders.firstname), email: lengths(parts.orders.email) },
+    },
+  };
+}
+
+/** Reads the arrays of a hollow result back from `file`, each into an array of its own. */
+async function readResult(hollowResult: LoadResult, file: string): Promise<LoadResult> {
+  let full: LoadResult = hollowResult;
+  if (hollowResult.kind === 'members') full = { kind: 'members', seqs: new Float64Array(hollowResult.seqs.length) };
+  if (hollowResult.kind === 'index') {
+    const { parts } = hollowResult;
+    const users = parts.seqs.length;
+    full = {
+      kind: 'index',
+      parts: {
+        version: parts.version,
+        keys: new Uint8Array(parts.keys.length),
+        starts: new Int32Array(users + 1),
+        kinds: new Uint8Array(users),
+        seqs: new Float64Array(users),
+        orders: { lastname: new Int32Array(users), firstname: new Int32Array(users), email: new Int32Array(users) },
+      },
+    };
+  }
+  const arrays = arraysOf(full);
+  if (arrays.length === 0) return full;
+  const handle = await open(file, 'r');
+  try {
+    for (const array of arrays) {
+      const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+      const { bytesRead } = await handle.read(bytes, 0, bytes.byteLength, null);
+      if (bytesRead !== bytes.byteLength) throw new Error('the search index loader wrote less than it said');
+    }
+  } finally {
+    await handle.close();
+  }
+  return full;
 }

@@ -30,7 +30,7 @@ interface Ready {
 
 type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number };
 
-/** Starts a load (in a worker thread: src/services/search-index-loader.ts). */
+/** Starts a load (in a process of its own: src/services/search-index-loader.ts). */
 export type Loader = (job: LoadJob) => RunningLoad;
 
 /**
@@ -54,7 +54,7 @@ function jobKey(job: Job): string {
  * background and used only at exactly the directory version it was read at:
  * a lookup at another version is answered by the database, and asks for a
  * fresh load. Room members are loaded the same way, when a filter needs them.
- * Loads run one at a time, each in a worker thread; the least recently used
+ * Loads run one at a time, each in a process of its own; the least recently used
  * indexes are dropped to stay within the memory policy.
  */
 export class SearchIndexes {

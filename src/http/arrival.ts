@@ -9,9 +9,11 @@ import type { IncomingMessage } from 'node:http';
  * parsed is a moment every one of them had arrived by. They share it, and with
  * it one reading of what changed in the database (SQLite's data_version, 3 µs
  * a request, 12% of the server's busy time under load). The moment is
- * forgotten at the end of the turn. One exception, a turn's poll meeting more
- * than 1,024 ready connections at once, reads sockets a second time: a request
- * read then may be served from a reading up to one turn old.
+ * forgotten at the end of the turn. Two exceptions may serve a request from a
+ * reading up to one turn old: a turn's poll meeting more than 1,024 ready
+ * connections at once reads sockets a second time; and a pipelined request
+ * (sent before the previous answer on its connection) may be parsed before the
+ * poll, when that answer's write completes, and set the moment for the turn.
  */
 const ARRIVED = Symbol('signroom.arrived');
 let thisTurn: number | undefined;

@@ -7,7 +7,6 @@ import { Authenticator } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { requireBasicAuth } from './http/auth-hook.ts';
-import { markArrival } from './http/arrival.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
 import {
@@ -74,8 +73,6 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // Before Fastify's own listener: the moment a request read from a socket arrived by.
-  app.server.prependListener('request', markArrival);
   // Once shutdown starts, answers still in flight close their connection, so a
   // keep-alive client cannot hold the process open for the keep-alive timeout.
   let closing = false;

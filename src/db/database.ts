@@ -59,8 +59,8 @@ function openSqlite(dataDir: string, memory: SqliteMemory): DatabaseHandle {
   // transaction's own write would then fail as stale. Undefined then: the caches read through
   // Kysely, which waits for the transaction.
   const dataVersion = native.prepare('PRAGMA data_version');
-  // The latest reading, shared by the reads of a request and of the requests that arrived by the
-  // same moment (src/http/arrival.ts): it was 2 readings of 3 µs per cached lookup.
+  // The latest reading, shared by the reads of one request (credential, then organization): it
+  // was 2 readings of 3 µs per cached lookup.
   let latest = { at: -Infinity, value: 0 };
   const changes: ChangeSource = {
     token: (asOf) => {

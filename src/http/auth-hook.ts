@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
-import { arrivalOf } from './arrival.ts';
 import { sendProblem } from './problem-handlers.ts';
 
 export const WWW_AUTHENTICATE = 'Basic realm="signroom", charset="UTF-8"';
@@ -10,7 +9,7 @@ declare module 'fastify' {
     /** The authenticated credential's username (set by the auth hook). */
     username?: string;
     /**
-     * When the request arrived (`performance.now()`, set by the auth hook; see arrival.ts): what
+     * When the request arrived (`performance.now()`, set by the auth hook): what
      * the server keeps between requests is used only if it is at least as new as this moment.
      */
     receivedAt?: number;
@@ -26,7 +25,7 @@ const CHALLENGE = { 'www-authenticate': WWW_AUTHENTICATE };
  */
 export function requireBasicAuth(scope: FastifyInstance, authenticator: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
-    request.receivedAt = arrivalOf(request.raw);
+    request.receivedAt = performance.now();
     const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
     switch (outcome.kind) {
       case 'missing':

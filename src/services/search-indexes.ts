@@ -1,7 +1,7 @@
 import { SearchIndex, type RoomMembers } from '../domain/search-index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
-import { findOrganizationsBySize } from '../repositories/search-index-repository.ts';
+import { findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
 import type { LoadJob, LoadResult, RunningLoad } from './search-index-loader.ts';
 
 /** How much the in-memory search indexes may hold, and which organizations get one. */
@@ -73,12 +73,24 @@ export class SearchIndexes {
   #current: RunningLoad | undefined;
   #closed = false;
 
-  /** `db` lists the organizations to preload; `load` reads an index or a room's members. */
-  constructor(db: Kysely<Database>, policy: SearchIndexPolicy, load: Loader, log: SearchIndexLog) {
+  readonly #sizeOf: (orgId: string) => Promise<{ version: number; users: number } | undefined>;
+
+  /**
+   * `db` lists the organizations to preload and tells their sizes (`sizeOf`, by default from the
+   * tallies); `load` reads an index or a room's members.
+   */
+  constructor(
+    db: Kysely<Database>,
+    policy: SearchIndexPolicy,
+    load: Loader,
+    log: SearchIndexLog,
+    sizeOf: (orgId: string) => Promise<{ version: number; users: number } | undefined> = (orgId) => findOrganizationSize(db, orgId),
+  ) {
     this.#db = db;
     this.#policy = policy;
     this.#load = load;
     this.#log = log;
+    this.#sizeOf = sizeOf;
   }
 
   /** The organization's index at exactly this version; otherwise undefined, and a load is queued if one is worth it. */
@@ -165,6 +177,12 @@ export class SearchIndexes {
 
   async #loadOrganization(orgId: string, started: number): Promise<void> {
     const maxUsers = Math.floor(this.#policy.memoryBytes / BYTES_PER_USER);
+    // Most organizations are small: their size, from the tallies, spares them a loading process.
+    const size = await this.#sizeOf(orgId);
+    if (size === undefined || size.users < this.#policy.minUsers || size.users > maxUsers) {
+      if (size !== undefined) this.#skipped.set(orgId, size.version);
+      return;
+    }
     const result = await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
     if (this.#closed) return;
     // What is held is of an older version (or the same, loaded again): never to be used again.

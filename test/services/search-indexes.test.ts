@@ -35,7 +35,8 @@ function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?
     })();
     return { result, cancel: async () => void (cancelled = true) };
   };
-  return { load, jobs };
+  const sizeOf = async (orgId: string) => directory.get(orgId);
+  return { load, jobs, sizeOf };
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -48,8 +49,8 @@ async function settled(indexes: SearchIndexes): Promise<void> {
 describe('SearchIndexes', () => {
   it('answers only at the version loaded, and loads the new version when asked at it', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
-    const { load, jobs } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet);
+    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, sizeOf);
     assert.equal(indexes.index('acme', 1), undefined, 'not loaded yet: the database answers');
     await settled(indexes);
     assert.equal(indexes.index('acme', 1)?.users, 10);
@@ -63,14 +64,14 @@ describe('SearchIndexes', () => {
 
   it('does not index an organization below the minimum or beyond the memory, until its version changes', async () => {
     const directory: Directory = new Map([['small', { version: 1, users: 3 }], ['huge', { version: 1, users: 100_000 }]]);
-    const { load, jobs } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet);
+    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet, sizeOf);
     for (const orgId of ['small', 'huge']) {
       assert.equal(indexes.index(orgId, 1), undefined);
       await settled(indexes);
       assert.equal(indexes.index(orgId, 1), undefined);
     }
-    assert.equal(jobs.length, 2, 'asked again at the same version, no load is queued');
+    assert.equal(jobs.length, 0, 'their sizes rule them out before any loading process starts, and asked again at the same version, nothing is queued');
     directory.set('small', { version: 2, users: 6 });
     indexes.index('small', 2);
     await settled(indexes);
@@ -80,10 +81,10 @@ describe('SearchIndexes', () => {
   it('drops the least recently used indexes to stay within its memory', async () => {
     // 100 users: about 7 KB each; room for two.
     const directory: Directory = new Map(['a', 'b', 'c'].map((orgId) => [orgId, { version: 1, users: 100 }]));
-    const { load } = fakeLoader(directory);
+    const { load, sizeOf } = fakeLoader(directory);
     const bytes = parts(1, 100);
     const size = bytes.keys.byteLength + bytes.starts.byteLength + bytes.kinds.byteLength + bytes.seqs.byteLength + 3 * bytes.orders.email.byteLength;
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet, sizeOf);
     for (const orgId of ['a', 'b']) indexes.index(orgId, 1);
     await settled(indexes);
     assert.ok(indexes.index('a', 1) !== undefined, 'a is now used more recently than b');
@@ -97,8 +98,8 @@ describe('SearchIndexes', () => {
 
   it('loads a room\'s members when a filter needs them, at the index\'s version', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
-    const { load } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet);
+    const { load, sizeOf } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, sizeOf);
     indexes.index('acme', 1);
     await settled(indexes);
     const index = indexes.index('acme', 1)!;
@@ -110,9 +111,9 @@ describe('SearchIndexes', () => {
 
   it('after a failed load, waits before trying the organization again', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
-    const { load, jobs } = fakeLoader(directory, { fail: new Set(['acme']) });
+    const { load, jobs, sizeOf } = fakeLoader(directory, { fail: new Set(['acme']) });
     const warnings: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, sizeOf);
     indexes.index('acme', 1);
     await settled(indexes);
     indexes.index('acme', 1);
@@ -124,13 +125,13 @@ describe('SearchIndexes', () => {
   it('is off with no memory, and close() cancels the load running', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const off = fakeLoader(directory);
-    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet);
+    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet, off.sizeOf);
     assert.equal(none.index('acme', 1), undefined);
     assert.equal(off.jobs.length, 0);
 
     let open!: () => void;
     const held = fakeLoader(directory, { gate: new Promise<void>((resolve) => (open = resolve)) });
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet, held.sizeOf);
     indexes.index('acme', 1);
     indexes.index('other', 1);
     await new Promise((resolve) => setTimeout(resolve, 5));

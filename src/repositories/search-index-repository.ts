@@ -7,10 +7,9 @@ import { sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
 import { SORT_KEY_COLUMNS } from './signatory-repository.ts';
 
 /**
- * What the in-memory search index is built from, read in short pieces so that
- * requests are served between them: each piece is its own statement, and the
- * caller compares the directory version before and after (every change bumps
- * it) to know the pieces fit together.
+ * What the in-memory search index is built from, read in pieces of a few
+ * thousand rows (each its own statement) by the loading process, inside one
+ * read-only transaction, so the pieces fit together.
  */
 
 /** The organizations with at least `minUsers` users, largest first. */

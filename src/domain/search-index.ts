@@ -7,7 +7,7 @@
  * a builder is fed what the database reads; src/services/search-indexes.ts
  * loads and keeps them.
  */
-import { filterNeedsMembers, matchesFilter, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
+import { filterNeedsMembers, matchesFilter, SORT_FIELDS, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
 
 /** Ends every search key in the buffer: no stored key contains U+0000, so no term can match across two users. */
 const END_OF_KEY = 0;
@@ -313,7 +313,7 @@ export class SearchIndexBuilder {
   /** The parts of the index, or undefined when what was read does not fit together. */
   parts(): SearchIndexParts | undefined {
     this.#joinKeys();
-    const complete = this.#users === this.#seqs.length && SORT_ORDERS.every((field) => this.#filled[field] === this.#users);
+    const complete = this.#users === this.#seqs.length && SORT_FIELDS.every((field) => this.#filled[field] === this.#users);
     if (!this.#consistent || !complete) return undefined;
     return { version: this.#version, keys: this.#keys!, starts: this.#starts, kinds: this.#kinds, seqs: this.#seqs, orders: this.#orders };
   }
@@ -325,5 +325,3 @@ export class SearchIndexBuilder {
     this.#chunks = [];
   }
 }
-
-const SORT_ORDERS = ['lastname', 'firstname', 'email'] as const satisfies readonly SortField[];

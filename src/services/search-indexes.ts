@@ -1,4 +1,4 @@
-import { SearchIndex, type RoomMembers } from '../domain/search-index.ts';
+import { SearchIndex, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
@@ -10,6 +10,8 @@ export interface SearchIndexPolicy {
   readonly memoryBytes: number;
   /** Organizations with fewer users are searched in the database only. */
   readonly minUsers: number;
+  /** A load running longer is stopped and counts as failed (default LOAD_TIMEOUT_MS). */
+  readonly loadTimeoutMs?: number;
 }
 
 /** Where log lines go (the app's logger). */
@@ -22,6 +24,10 @@ export interface SearchIndexLog {
 const BYTES_PER_USER = 80;
 /** After a load fails (the database went away), the organization is not tried again for this long. */
 const RETRY_AFTER_MS = 30_000;
+/** A load running longer than this is stopped (and counts as failed): a stuck one must not hold the queue. */
+const LOAD_TIMEOUT_MS = 5 * 60_000;
+/** Organizations remembered as not indexed, or as failed: the oldest are forgotten beyond this (and may be looked at again). */
+const REMEMBERED = 10_000;
 
 interface Ready {
   index: SearchIndex;
@@ -42,6 +48,22 @@ export type Loader = (job: LoadJob) => RunningLoad;
 function releaseKeys(keys: Uint8Array): void {
   const buffer = keys.buffer;
   if (buffer instanceof ArrayBuffer && keys.byteOffset === 0 && keys.byteLength === buffer.byteLength && keys.byteLength >= 1 << 20) buffer.transfer(0);
+}
+
+/** Bytes the index built from these parts will hold (its keys as a string of one byte per character). */
+function bytesOf(parts: SearchIndexParts): number {
+  const { keys, starts, kinds, seqs, orders } = parts;
+  return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength;
+}
+
+/** Sets `key` (as the newest entry), forgetting the oldest entries beyond REMEMBERED. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  for (const oldest of map.keys()) {
+    if (map.size <= REMEMBERED) break;
+    map.delete(oldest);
+  }
 }
 
 /** Tells queued jobs apart: one load per organization, one per room. */
@@ -102,8 +124,10 @@ export class SearchIndexes {
       this.#ready.set(orgId, ready);
       return ready.index;
     }
+    // A lookup that read its version just before a change landed: the newer index held stays, and nothing is loaded.
+    if (ready !== undefined && ready.index.version > version) return undefined;
     // Versions only grow: an older index will never be asked for again, so its memory is freed now.
-    if (ready !== undefined && ready.index.version < version) this.#ready.delete(orgId);
+    if (ready !== undefined) this.#ready.delete(orgId);
     if (this.#skipped.get(orgId) !== version) this.#enqueue({ kind: 'organization', orgId });
     return undefined;
   }
@@ -143,7 +167,9 @@ export class SearchIndexes {
 
   #enqueue(job: Job): void {
     if (this.#closed || this.#queued.has(jobKey(job))) return;
-    if (Date.now() - (this.#failedAt.get(job.orgId) ?? -Infinity) < RETRY_AFTER_MS) return;
+    const failedAt = this.#failedAt.get(job.orgId);
+    if (failedAt !== undefined && Date.now() - failedAt < RETRY_AFTER_MS) return;
+    this.#failedAt.delete(job.orgId);
     this.#queued.add(jobKey(job));
     this.#queue.push(job);
     this.#running ??= this.#work().finally(() => (this.#running = undefined));
@@ -157,7 +183,7 @@ export class SearchIndexes {
         else await this.#loadRoom(job.orgId, job.roomId, job.version);
       } catch (error) {
         if (this.#closed) return;
-        this.#failedAt.set(job.orgId, Date.now());
+        remember(this.#failedAt, job.orgId, Date.now());
         this.#log.warn({ err: error, organization: job.orgId }, 'search index: load failed; lookups use the database meanwhile');
       } finally {
         this.#queued.delete(jobKey(job));
@@ -165,12 +191,22 @@ export class SearchIndexes {
     }
   }
 
-  /** Runs one load, to its end or until closing. */
+  /** Runs one load, to its end, until closing, or until it has run too long (it is then stopped, and rejects). */
   async #run(job: LoadJob): Promise<LoadResult> {
-    this.#current = this.#load(job);
+    const running = this.#load(job);
+    this.#current = running;
+    const timeoutMs = this.#policy.loadTimeoutMs ?? LOAD_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`the load took longer than ${timeoutMs} ms and was stopped`));
+        void running.cancel();
+      }, timeoutMs);
+    });
     try {
-      return await this.#current.result;
+      return await Promise.race([running.result, timedOut]);
     } finally {
+      clearTimeout(timer);
       this.#current = undefined;
     }
   }
@@ -180,21 +216,22 @@ export class SearchIndexes {
     // Most organizations are small: their size, from the tallies, spares them a loading process.
     const size = await this.#sizeOf(orgId);
     if (size === undefined || size.users < this.#policy.minUsers || size.users > maxUsers) {
-      if (size !== undefined) this.#skipped.set(orgId, size.version);
+      if (size !== undefined) remember(this.#skipped, orgId, size.version);
       return;
     }
     const result = await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
     if (this.#closed) return;
     // What is held is of an older version (or the same, loaded again): never to be used again.
     this.#ready.delete(orgId);
-    if (result.kind === 'skipped') this.#skipped.set(orgId, result.version);
+    if (result.kind === 'skipped') remember(this.#skipped, orgId, result.version);
     if (result.kind !== 'index') return;
-    const index = new SearchIndex(result.parts);
-    releaseKeys(result.parts.keys);
-    if (!this.#makeRoom(index.bytes, orgId)) {
-      this.#skipped.set(orgId, index.version);
+    // Room is made before the index is built: building copies the keys, and the memory held must not pass the budget meanwhile.
+    if (!this.#makeRoom(bytesOf(result.parts), orgId)) {
+      remember(this.#skipped, orgId, result.parts.version);
       return;
     }
+    const index = new SearchIndex(result.parts);
+    releaseKeys(result.parts.keys);
     this.#ready.set(orgId, { index, rooms: new Map() });
     this.#log.info(
       { organization: orgId, users: index.users, version: index.version, mib: Math.round(index.bytes / 2 ** 20), ms: Math.round(performance.now() - started) },
@@ -210,12 +247,19 @@ export class SearchIndexes {
     if (members !== undefined && this.#makeRoom(members.bytes, orgId)) ready.rooms.set(roomId, members);
   }
 
-  /** Drops the least recently used indexes of other organizations until `bytes` more fit; false if they cannot. */
+  /**
+   * Drops the least recently used indexes of other organizations until `bytes` more fit; false if
+   * they cannot. An organization dropped is not loaded again until its version changes: two that
+   * do not fit together would otherwise push each other out, one load after the other.
+   */
   #makeRoom(bytes: number, orgId: string): boolean {
     const held = () => [...this.#ready.values()].reduce((sum, ready) => sum + ready.index.bytes + [...ready.rooms.values()].reduce((s, m) => s + m.bytes, 0), 0);
-    for (const other of [...this.#ready.keys()]) {
+    for (const [other, ready] of [...this.#ready]) {
       if (held() + bytes <= this.#policy.memoryBytes) return true;
-      if (other !== orgId) this.#ready.delete(other);
+      if (other === orgId) continue;
+      this.#ready.delete(other);
+      remember(this.#skipped, other, ready.index.version);
+      this.#log.info({ organization: other, version: ready.index.version }, 'search index: dropped to make room; lookups use the database until its directory changes');
     }
     return held() + bytes <= this.#policy.memoryBytes;
   }

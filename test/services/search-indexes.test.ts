@@ -96,6 +96,41 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('b', 1), undefined, 'b was the least recently used');
   });
 
+  it('does not load a dropped index again until its version changes, so two that do not fit together do not push each other out', async () => {
+    const directory: Directory = new Map(['a', 'b'].map((orgId) => [orgId, { version: 1, users: 100 }]));
+    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const one = parts(1, 100);
+    const size = one.keys.byteLength + one.starts.byteLength + one.kinds.byteLength + one.seqs.byteLength + 3 * one.orders.email.byteLength;
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: Math.round(1.5 * size), minUsers: 0 }, load, quiet, sizeOf);
+    indexes.index('a', 1);
+    await settled(indexes);
+    indexes.index('b', 1);
+    await settled(indexes);
+    assert.ok(indexes.index('b', 1) !== undefined);
+    for (let round = 0; round < 3; round++) {
+      assert.equal(indexes.index('a', 1), undefined, 'a was dropped for b');
+      await settled(indexes);
+    }
+    assert.ok(indexes.index('b', 1) !== undefined, 'b stays');
+    assert.equal(jobs.length, 2, 'one load each');
+    directory.set('a', { version: 2, users: 100 });
+    indexes.index('a', 2);
+    await settled(indexes);
+    assert.ok(indexes.index('a', 2) !== undefined, 'a new version is loaded again');
+  });
+
+  it('keeps a newer index, and loads nothing, for a lookup that read an older version', async () => {
+    const directory: Directory = new Map([['acme', { version: 2, users: 10 }]]);
+    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, sizeOf);
+    indexes.index('acme', 2);
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 1), undefined, 'the database answers at version 1');
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 2)?.users, 10);
+    assert.equal(jobs.length, 1);
+  });
+
   it('loads a room\'s members when a filter needs them, at the index\'s version', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
     const { load, sizeOf } = fakeLoader(directory);
@@ -120,6 +155,19 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     assert.equal(jobs.length, 1);
     assert.equal(warnings.length, 1);
+  });
+
+  it('stops a load that runs too long, and counts it as failed', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const held = fakeLoader(directory, { gate: new Promise<void>(() => undefined) });
+    const warnings: string[] = [];
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, held.sizeOf);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    assert.equal(warnings.length, 1, 'the stuck load was stopped');
+    indexes.index('acme', 1);
+    assert.equal(indexes.status().loading, 0, 'and is not tried again at once');
+    assert.equal(held.jobs.length, 1);
   });
 
   it('is off with no memory, and close() cancels the load running', async () => {

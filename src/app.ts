@@ -19,7 +19,7 @@ import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { SearchIndexes } from './services/search-indexes.ts';
-import { loadInProcess } from './services/search-index-loader.ts';
+import { loadInProcess, removeOrphanedResults } from './services/search-index-loader.ts';
 import { DocumentService } from './services/documents.ts';
 import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
@@ -136,6 +136,10 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   // In the background: until an organization's index is loaded, its lookups are answered by the database.
   app.addHook('onReady', async () => {
     searchIndexes.preload().catch((error: unknown) => app.log.warn({ err: error }, 'search index: could not list the organizations to load'));
+    removeOrphanedResults().then(
+      (removed) => removed > 0 && app.log.info({ removed }, 'search index: removed result files left by servers that stopped mid-load'),
+      (error: unknown) => app.log.warn({ err: error }, 'search index: could not remove result files left by stopped servers'),
+    );
   });
   return app;
 }

@@ -1,6 +1,6 @@
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { open, rm } from 'node:fs/promises';
+import { open, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +82,35 @@ async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'roo
   return { kind: 'members', seqs: Float64Array.from(seqs) };
 }
 
+/** How a result file's name starts; the server's pid follows. */
+const RESULT_FILE = 'signroom-search-index-';
+const RESULT_FILE_NAME = new RegExp(`^${RESULT_FILE}(\\d+)-[0-9a-f-]{36}$`);
+
+/**
+ * Removes the result files of servers no longer running (killed while a loader's result was on
+ * its way): run at start. A server's own files are removed when it reads them.
+ */
+export async function removeOrphanedResults(directory = tmpdir()): Promise<number> {
+  let removed = 0;
+  for (const name of await readdir(directory).catch(() => [])) {
+    const pid = RESULT_FILE_NAME.exec(name)?.[1];
+    if (pid === undefined || isRunning(Number(pid))) continue;
+    await rm(path.join(directory, name), { force: true });
+    removed += 1;
+  }
+  return removed;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: running, as another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 const LOADER = fileURLToPath(new URL('./search-index-worker.ts', import.meta.url));
 
 /** A load running in a process of its own; cancel() stops it (the result then rejects). */
@@ -103,7 +132,7 @@ type LoaderReply = { result: LoadResult } | { error: string };
  * temporary file, read straight into arrays of their exact size.
  */
 export function loadInProcess(config: Config, job: LoadJob): RunningLoad {
-  const file = path.join(tmpdir(), `signroom-search-index-${process.pid}-${randomUUID()}`);
+  const file = path.join(tmpdir(), `${RESULT_FILE}${process.pid}-${randomUUID()}`);
   const child = fork(LOADER, [], {
     execArgv: ['--max-old-space-size=256', '--disable-warning=ExperimentalWarning'],
     serialization: 'advanced',

@@ -27,10 +27,18 @@ export async function down(db: Kysely<any>, dialect: DialectName): Promise<void>
   await recreate(db, false);
 }
 
+/**
+ * Builds the new indexes under names of their own first, and only then drops the old ones and
+ * takes their names. Building holds a SHARE lock (lookups go on, writes wait); the ACCESS EXCLUSIVE
+ * lock DROP INDEX takes is held from the drops to the commit only, not through the builds.
+ */
 async function recreate(db: Kysely<any>, withSeq: boolean): Promise<void> {
+  const include = withSeq ? sql` INCLUDE (seq)` : sql``;
   for (const [name, columns] of Object.entries(SORT_INDEXES)) {
+    await sql`CREATE INDEX ${sql.id(`${name}_new`)} ON users (${sql.join(columns.map((column) => sql.id(column)))})${include}`.execute(db);
+  }
+  for (const name of Object.keys(SORT_INDEXES)) {
     await sql`DROP INDEX ${sql.id(name)}`.execute(db);
-    const include = withSeq ? sql` INCLUDE (seq)` : sql``;
-    await sql`CREATE INDEX ${sql.id(name)} ON users (${sql.join(columns.map((column) => sql.id(column)))})${include}`.execute(db);
+    await sql`ALTER INDEX ${sql.id(`${name}_new`)} RENAME TO ${sql.id(name)}`.execute(db);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * `npm test`: runs the suite once per database named in DIALECTS (default
- * `sqlite,postgres`). The pure unit tests (test/domain) run once; everything
+ * `sqlite,postgres`). The unit tests (test/domain, test/services, test/db) run once; everything
  * that touches a database runs on each; test/postgres holds what only
  * PostgreSQL has (several processes on one database, a server that goes away).
  * PostgreSQL being unreachable fails the run with a message saying how to
@@ -24,7 +24,7 @@ const extra = process.argv.slice(2);
 /** What runs on a database: the integration tests, the PostgreSQL-only ones there, the pure unit tests on the first database only. */
 function suiteFiles(dialect: string, first: boolean): string[] {
   const files = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/repositories/**/*.test.ts'];
-  if (first) files.unshift('test/domain/**/*.test.ts', 'test/services/**/*.test.ts');
+  if (first) files.unshift('test/domain/**/*.test.ts', 'test/services/**/*.test.ts', 'test/db/**/*.test.ts');
   if (dialect === 'postgres') files.push('test/postgres/**/*.test.ts');
   return files;
 }

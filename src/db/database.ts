@@ -10,6 +10,7 @@ import { PostgresChangeListener } from './change-listener.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
 import { DatabaseUnavailableError, isDatabaseUnreachable } from './database-errors.ts';
 import { NodeSqliteDatabase } from './sqlite-driver.ts';
+import { SqliteCommitCounter } from './sqlite-commits.ts';
 import { migrationsFor } from './migrations/index.ts';
 import type { Database } from './tables.ts';
 
@@ -53,27 +54,24 @@ function openSqlite(dataDir: string, memory: SqliteMemory): DatabaseHandle {
     PRAGMA mmap_size = ${memory.mmapBytes};
   `);
   const database = new NodeSqliteDatabase(native);
-  // Changes when any other connection (another process: the CLI) commits; a few microseconds.
+  // Moves when any connection (another process: the CLI) commits; see sqlite-commits.ts.
   // Not while a transaction of this connection is open (an upload awaiting its blob's fsync):
-  // the pragma would read inside it, pinning its snapshot, so the token would not move and the
-  // transaction's own write would then fail as stale. Undefined then: the caches read through
-  // Kysely, which waits for the transaction.
-  const dataVersion = native.prepare('PRAGMA data_version');
+  // the pragma it may fall back to would read inside it, pinning its snapshot, so the token
+  // would not move and the transaction's own write would then fail as stale. Undefined then:
+  // the caches read through Kysely, which waits for the transaction.
+  const commits = new SqliteCommitCounter(native, file);
   // The latest reading, shared by the reads of one request (credential, then organization): it
-  // was 2 readings of 3 µs per cached lookup.
+  // was 2 readings per cached lookup.
   let latest = { at: -Infinity, value: 0 };
   const changes: ChangeSource = {
     token: (asOf) => {
       if (!native.isOpen || native.isTransaction) return undefined;
-      if (asOf === undefined || latest.at < asOf) {
-        const at = performance.now();
-        latest = { at, value: Number((dataVersion.get() as { data_version: number }).data_version) };
-      }
+      if (asOf === undefined || latest.at < asOf) latest = { at: performance.now(), value: commits.read() };
       return latest.value;
     },
     catchUp: () => undefined,
   };
-  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changes);
+  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changes, async () => commits.close());
 }
 
 /** How long to wait for a PostgreSQL connection before the request fails with 503. */

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
+import { afterPendingReads } from './after-pending-reads.ts';
 import { sendProblem } from './problem-handlers.ts';
 
 export const WWW_AUTHENTICATE = 'Basic realm="signroom", charset="UTF-8"';
@@ -26,6 +27,7 @@ const CHALLENGE = { 'www-authenticate': WWW_AUTHENTICATE };
 export function requireBasicAuth(scope: FastifyInstance, authenticator: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
     request.receivedAt = performance.now();
+    await afterPendingReads();
     const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
     switch (outcome.kind) {
       case 'missing':

@@ -66,12 +66,16 @@ function openSqlite(dataDir: string, memory: SqliteMemory): DatabaseHandle {
   const changes: ChangeSource = {
     token: (asOf) => {
       if (!native.isOpen || native.isTransaction) return undefined;
-      if (asOf === undefined || latest.at < asOf) latest = { at: performance.now(), value: commits.read() };
+      if (asOf === undefined || latest.at <= asOf) latest = { at: performance.now(), value: commits.read() };
       return latest.value;
     },
     catchUp: () => undefined,
   };
-  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changes, async () => commits.close());
+  // The -shm file is closed after the connection: closing any descriptor of a file drops all of this
+  // process's locks on it, SQLite's own included, which must hold while its connection is open.
+  return handle(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', `sqlite:${file}`, changes, {
+    afterClose: async () => commits.close(),
+  });
 }
 
 /** How long to wait for a PostgreSQL connection before the request fails with 503. */
@@ -102,7 +106,7 @@ function openPostgres(url: string, poolSize: number, changeNotices: boolean): Da
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   if (!changeNotices) return handle(db, 'postgres', describePostgresUrl(url), NO_CHANGE_SOURCE);
   const changes = new PostgresChangeListener(url);
-  return handle(db, 'postgres', describePostgresUrl(url), changes, () => changes.close());
+  return handle(db, 'postgres', describePostgresUrl(url), changes, { beforeClose: () => changes.close() });
 }
 
 function handle(
@@ -110,7 +114,7 @@ function handle(
   dialect: DialectName,
   description: string,
   changes: ChangeSource,
-  beforeClose: () => Promise<void> = async () => undefined,
+  hooks: { beforeClose?: () => Promise<void>; afterClose?: () => Promise<void> } = {},
 ): DatabaseHandle {
   return {
     db,
@@ -121,8 +125,9 @@ function handle(
       await sql`select 1`.execute(db);
     },
     async close() {
-      await beforeClose();
+      await hooks.beforeClose?.();
       await db.destroy();
+      await hooks.afterClose?.();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 
 /*
@@ -51,9 +51,10 @@ export function walIndexState(bytes: Uint8Array): string | undefined {
 }
 
 /**
- * A number that changes whenever any connection commits to the database (and
- * now and then when none did: a checkpoint, or a fall back to the pragma; a
- * spurious change only costs the caches a reading).
+ * A number that changes whenever any connection commits to the database, this
+ * process's own included (unlike the pragma), and now and then when none did (a
+ * WAL restarted, a fall back to the pragma). A change empties the caches that
+ * depend on it: a spurious one costs them their next reads, never an answer.
  */
 export class SqliteCommitCounter {
   readonly #dataVersion: StatementSync;
@@ -67,7 +68,8 @@ export class SqliteCommitCounter {
     this.#dataVersion = native.prepare('PRAGMA data_version');
     this.#dataVersion.get();
     try {
-      this.#fd = openSync(`${databaseFile}-shm`, 'r');
+      // SQLite names it after the database file's real path (it follows symbolic links).
+      this.#fd = openSync(`${realpathSync(databaseFile)}-shm`, 'r');
     } catch {
       // No -shm file (not in WAL mode, or an in-memory WAL index): the pragma answers every time.
     }
@@ -83,6 +85,7 @@ export class SqliteCommitCounter {
     return this.#count;
   }
 
+  /** Call after the connection is closed (see openSqlite in database.ts: closing drops the process's locks on the file). */
   close(): void {
     if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;

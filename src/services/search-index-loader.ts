@@ -86,16 +86,22 @@ async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'roo
 const RESULT_FILE = 'signroom-search-index-';
 const RESULT_FILE_NAME = new RegExp(`^${RESULT_FILE}(\\d+)-[0-9a-f-]{36}$`);
 
+/** This process's result files not yet read back. */
+const inFlight = new Set<string>();
+
 /**
  * Removes the result files of servers no longer running (killed while a loader's result was on
- * its way): run at start. A server's own files are removed when it reads them.
+ * its way), and this process's own that it is not waiting for (a container restarted keeps its
+ * /tmp, and often its pid): run at start. Files are otherwise removed as they are read.
  */
 export async function removeOrphanedResults(directory = tmpdir()): Promise<number> {
   let removed = 0;
   for (const name of await readdir(directory).catch(() => [])) {
     const pid = RESULT_FILE_NAME.exec(name)?.[1];
-    if (pid === undefined || isRunning(Number(pid))) continue;
-    await rm(path.join(directory, name), { force: true });
+    if (pid === undefined) continue;
+    const file = path.join(directory, name);
+    if (Number(pid) === process.pid ? inFlight.has(file) : isRunning(Number(pid))) continue;
+    await rm(file, { force: true });
     removed += 1;
   }
   return removed;
@@ -133,6 +139,7 @@ type LoaderReply = { result: LoadResult } | { error: string };
  */
 export function loadInProcess(config: Config, job: LoadJob): RunningLoad {
   const file = path.join(tmpdir(), `${RESULT_FILE}${process.pid}-${randomUUID()}`);
+  inFlight.add(file);
   const child = fork(LOADER, [], {
     execArgv: ['--max-old-space-size=256', '--disable-warning=ExperimentalWarning'],
     serialization: 'advanced',
@@ -151,6 +158,7 @@ export function loadInProcess(config: Config, job: LoadJob): RunningLoad {
       return await readResult(answer.result, file);
     } finally {
       await rm(file, { force: true });
+      inFlight.delete(file);
     }
   })();
   return {

@@ -56,6 +56,13 @@ function bytesOf(parts: SearchIndexParts): number {
   return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength;
 }
 
+/** Bytes an index and its rooms' members take. */
+function bytesHeld(ready: Ready): number {
+  let bytes = ready.index.bytes;
+  for (const members of ready.rooms.values()) bytes += members.bytes;
+  return bytes;
+}
+
 /** Sets `key` (as the newest entry), forgetting the oldest entries beyond REMEMBERED. */
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
@@ -88,6 +95,12 @@ export class SearchIndexes {
   readonly #ready = new Map<string, Ready>();
   /** Organizations not indexed at a version (too few users, or too many for the memory). */
   readonly #skipped = new Map<string, number>();
+  /**
+   * Organizations whose index was dropped to make room, with the version and the bytes it had: at
+   * that version it is loaded again only into free memory, never dropping another (two that do not
+   * fit together would otherwise push each other out, one load after the other).
+   */
+  readonly #dropped = new Map<string, { version: number; bytes: number }>();
   readonly #failedAt = new Map<string, number>();
   readonly #queue: Job[] = [];
   readonly #queued = new Set<string>();
@@ -128,6 +141,8 @@ export class SearchIndexes {
     if (ready !== undefined && ready.index.version > version) return undefined;
     // Versions only grow: an older index will never be asked for again, so its memory is freed now.
     if (ready !== undefined) this.#ready.delete(orgId);
+    const dropped = this.#dropped.get(orgId);
+    if (dropped?.version === version && this.#held() + dropped.bytes > this.#policy.memoryBytes) return undefined;
     if (this.#skipped.get(orgId) !== version) this.#enqueue({ kind: 'organization', orgId });
     return undefined;
   }
@@ -199,8 +214,8 @@ export class SearchIndexes {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
-        reject(new Error(`the load took longer than ${timeoutMs} ms and was stopped`));
-        void running.cancel();
+        // Rejected once the loading process is gone: the next load never runs beside it.
+        void running.cancel().finally(() => reject(new Error(`the load took longer than ${timeoutMs} ms and was stopped`)));
       }, timeoutMs);
     });
     try {
@@ -225,13 +240,16 @@ export class SearchIndexes {
     this.#ready.delete(orgId);
     if (result.kind === 'skipped') remember(this.#skipped, orgId, result.version);
     if (result.kind !== 'index') return;
-    // Room is made before the index is built: building copies the keys, and the memory held must not pass the budget meanwhile.
-    if (!this.#makeRoom(bytesOf(result.parts), orgId)) {
-      remember(this.#skipped, orgId, result.parts.version);
+    // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
+    const dropped = this.#dropped.get(orgId);
+    const mayDrop = dropped?.version !== result.parts.version;
+    if (!this.#makeRoom(bytesOf(result.parts), orgId, mayDrop)) {
+      if (mayDrop) remember(this.#skipped, orgId, result.parts.version);
       return;
     }
     const index = new SearchIndex(result.parts);
     releaseKeys(result.parts.keys);
+    this.#dropped.delete(orgId);
     this.#ready.set(orgId, { index, rooms: new Map() });
     this.#log.info(
       { organization: orgId, users: index.users, version: index.version, mib: Math.round(index.bytes / 2 ** 20), ms: Math.round(performance.now() - started) },
@@ -247,20 +265,35 @@ export class SearchIndexes {
     if (members !== undefined && this.#makeRoom(members.bytes, orgId)) ready.rooms.set(roomId, members);
   }
 
+  /** Bytes the indexes and room members held take. */
+  #held(): number {
+    let held = 0;
+    for (const ready of this.#ready.values()) held += bytesHeld(ready);
+    return held;
+  }
+
   /**
-   * Drops the least recently used indexes of other organizations until `bytes` more fit; false if
-   * they cannot. An organization dropped is not loaded again until its version changes: two that
-   * do not fit together would otherwise push each other out, one load after the other.
+   * Makes room for `bytes` more, dropping the least recently used indexes of other organizations
+   * if `mayDrop`; false, with nothing dropped, if that would not be enough.
    */
-  #makeRoom(bytes: number, orgId: string): boolean {
-    const held = () => [...this.#ready.values()].reduce((sum, ready) => sum + ready.index.bytes + [...ready.rooms.values()].reduce((s, m) => s + m.bytes, 0), 0);
-    for (const [other, ready] of [...this.#ready]) {
-      if (held() + bytes <= this.#policy.memoryBytes) return true;
+  #makeRoom(bytes: number, orgId: string, mayDrop = true): boolean {
+    const budget = this.#policy.memoryBytes;
+    let held = this.#held();
+    if (held + bytes <= budget) return true;
+    if (!mayDrop) return false;
+    const victims: [string, Ready][] = [];
+    for (const [other, ready] of this.#ready) {
+      if (held + bytes <= budget) break;
       if (other === orgId) continue;
-      this.#ready.delete(other);
-      remember(this.#skipped, other, ready.index.version);
-      this.#log.info({ organization: other, version: ready.index.version }, 'search index: dropped to make room; lookups use the database until its directory changes');
+      victims.push([other, ready]);
+      held -= bytesHeld(ready);
     }
-    return held() + bytes <= this.#policy.memoryBytes;
+    if (held + bytes > budget) return false;
+    for (const [other, ready] of victims) {
+      this.#ready.delete(other);
+      remember(this.#dropped, other, { version: ready.index.version, bytes: bytesHeld(ready) });
+      this.#log.info({ organization: other, version: ready.index.version }, 'search index: dropped to make room; lookups use the database until there is room again or its directory changes');
+    }
+    return true;
   }
 }

@@ -52,8 +52,8 @@ describe('SqliteCommitCounter', () => {
     counter = new SqliteCommitCounter(native, file);
   });
   after(() => {
-    counter.close();
     native.close();
+    counter.close();
     rmSync(directory, { recursive: true, force: true });
   });
 
@@ -89,8 +89,8 @@ describe('SqliteCommitCounter', () => {
       assert.equal(child.status, 0, child.stderr.toString());
       assert.notEqual(plainCounter.read(), before);
     } finally {
-      plainCounter.close();
       plain.close();
+      plainCounter.close();
     }
   });
 });

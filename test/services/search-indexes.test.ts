@@ -7,12 +7,12 @@ import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search
 import { SearchIndexes } from '../../src/services/search-indexes.ts';
 
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
-type Directory = Map<string, { version: number; users: number; members?: number[] }>;
+type Directory = Map<string, { version: number; users: number; members?: number[]; keyLength?: number }>;
 
-function parts(version: number, users: number) {
+function parts(version: number, users: number, keyLength = 45) {
   const builder = new SearchIndexBuilder(version, users);
   const seqs = Array.from({ length: users }, (_, i) => i + 1);
-  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `user${String(seq).padStart(4, '0')}`.padEnd(45, '.'), external: false, needsInvite: false })));
+  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `user${String(seq).padStart(4, '0')}`.padEnd(keyLength, '.'), external: false, needsInvite: false })));
   for (const field of ['lastname', 'firstname', 'email'] as const) builder.addOrder(field, seqs);
   return builder.parts()!;
 }
@@ -31,7 +31,7 @@ function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?
       if (org === undefined) return { kind: 'stale' };
       if (job.kind === 'room') return job.version === org.version ? { kind: 'members', seqs: Float64Array.from(org.members ?? []) } : { kind: 'stale' };
       if (org.users < job.minUsers || org.users > job.maxUsers) return { kind: 'skipped', version: org.version, users: org.users };
-      return { kind: 'index', parts: parts(org.version, org.users) };
+      return { kind: 'index', parts: parts(org.version, org.users, org.keyLength) };
     })();
     return { result, cancel: async () => void (cancelled = true) };
   };
@@ -113,10 +113,34 @@ describe('SearchIndexes', () => {
     }
     assert.ok(indexes.index('b', 1) !== undefined, 'b stays');
     assert.equal(jobs.length, 2, 'one load each');
+    // b grows too large to index: its old index goes, and a comes back into the memory freed.
+    directory.set('b', { version: 2, users: 1_000 });
+    assert.equal(indexes.index('b', 2), undefined);
+    await settled(indexes);
+    indexes.index('a', 1);
+    await settled(indexes);
+    assert.ok(indexes.index('a', 1) !== undefined, 'a is loaded again into free memory');
     directory.set('a', { version: 2, users: 100 });
     indexes.index('a', 2);
     await settled(indexes);
-    assert.ok(indexes.index('a', 2) !== undefined, 'a new version is loaded again');
+    assert.ok(indexes.index('a', 2) !== undefined, 'a new version is loaded');
+  });
+
+  it('drops nothing when dropping all it may would still not make room', async () => {
+    // The big one's keys are longer than the 80 bytes a user the memory check before loading assumes.
+    const directory: Directory = new Map([['small', { version: 1, users: 20 }], ['big', { version: 1, users: 100, keyLength: 120 }]]);
+    const { load, sizeOf } = fakeLoader(directory);
+    const one = parts(1, 100, 120);
+    const size = one.keys.byteLength + one.starts.byteLength + one.kinds.byteLength + one.seqs.byteLength + 3 * one.orders.email.byteLength;
+    // Room for the small one and for the big one by its user count (80 bytes a user), not for the big one's real size.
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 100 * 80, minUsers: 0 }, load, quiet, sizeOf);
+    assert.ok(size > 100 * 80, `the big index (${size} bytes) is larger than the memory`);
+    indexes.index('small', 1);
+    await settled(indexes);
+    indexes.index('big', 1);
+    await settled(indexes);
+    assert.equal(indexes.index('big', 1), undefined, 'the big one does not fit');
+    assert.ok(indexes.index('small', 1) !== undefined, 'and the small one was not dropped for nothing');
   });
 
   it('keeps a newer index, and loads nothing, for a lookup that read an older version', async () => {

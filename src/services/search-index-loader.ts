@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
+import { preferIndexWalks } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import { SearchIndexBuilder, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
@@ -43,7 +44,10 @@ export async function readLoadJob(db: Kysely<Database>, job: LoadJob): Promise<L
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
-    .execute((trx) => (job.kind === 'organization' ? readOrganization(trx, job) : readRoom(trx, job)));
+    .execute(async (trx) => {
+      await preferIndexWalks(trx);
+      return job.kind === 'organization' ? readOrganization(trx, job) : readRoom(trx, job);
+    });
 }
 
 async function readOrganization(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'organization' }>): Promise<LoadResult> {

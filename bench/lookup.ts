@@ -2,7 +2,7 @@
  * Lookup benchmark: signroom against a bare node:http server replaying the same
  * response bytes, measured in the same run on the same machine.
  *
- *   npm run bench -- [--users 100000] [--seconds 10] [--connections 16] [--dialect sqlite|postgres]
+ *   npm run bench -- [--users 100000] [--seconds 10] [--connections 16] [--rounds 2] [--dialect sqlite|postgres]
  *
  * Generates an organization of N users (5% external, 15% pending) with rooms of
  * 5,000 and 100,000 members (at most N/20 and N/10), imports it with bin/signroom, serves it with
@@ -22,6 +22,7 @@ const { values } = parseArgs({
     users: { type: 'string', default: '100000' },
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
+    rounds: { type: 'string', default: '2' },
     dialect: { type: 'string', default: 'sqlite' },
   },
 });
@@ -29,6 +30,8 @@ if (values.dialect !== 'sqlite' && values.dialect !== 'postgres') throw new Erro
 const users = Number(values.users);
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
+/** Rounds of load per server, taken in turns (signroom, bare, signroom, bare…); each server's best counts. */
+const rounds = Math.max(1, Number(values.rounds));
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const node = process.execPath;
@@ -191,11 +194,21 @@ try {
   };
 
   const rows: string[] = [];
+  const roundLines: string[] = [];
   const row = (name: string, r: Awaited<ReturnType<typeof load>>, ratio: string) =>
     rows.push(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p90.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${ratio} |`);
   for (const [name, list] of [['page of 20, mixed queries', urls], ['page of 2000, no query', bigPage]] as const) {
-    const ours = await load(port, list);
-    const bare = await load(baselinePort, list);
+    // In turns, so a slower spell of this shared machine falls on both servers alike.
+    const ourRounds: Awaited<ReturnType<typeof load>>[] = [];
+    const bareRounds: Awaited<ReturnType<typeof load>>[] = [];
+    for (let round = 0; round < rounds; round++) {
+      ourRounds.push(await load(port, list));
+      bareRounds.push(await load(baselinePort, list));
+    }
+    const best = (results: typeof ourRounds) => results.reduce((a, b) => (b.rps > a.rps ? b : a));
+    const ours = best(ourRounds);
+    const bare = best(bareRounds);
+    roundLines.push(`${name}: signroom ${ourRounds.map((r) => r.rps.toFixed(0)).join(', ')} req/s; bare ${bareRounds.map((r) => r.rps.toFixed(0)).join(', ')} req/s`);
     row(`signroom: ${name}`, ours, `${((ours.rps / bare.rps) * 100).toFixed(0)}% of bare`);
     row(`bare node:http replay: ${name}`, bare, '100%');
   }
@@ -212,6 +225,7 @@ try {
   const slowest = firstSeen.map((ms, i) => ({ ms, url: firstSeenUrls[i]!.slice(base.length) })).sort((a, b) => b.ms - a.ms).slice(0, 3);
   console.log(`slowest first-seen: ${slowest.map((s) => `${s.url} ${s.ms.toFixed(1)} ms`).join('; ')}`);
   console.log(`deep pages of 20 (uncached, sorted by email): ${deepPages.map((d) => `page ${d.page}: ${d.ms.toFixed(1)} ms`).join(', ')}\n`);
+  console.log(`rounds, in turns (the best of each server is in the table): ${roundLines.join('; ')}\n`);
   console.log('| server and load | req/s | p50 ms | p90 ms | p99 ms | errors | throughput |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const line of rows) console.log(line);

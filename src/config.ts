@@ -77,7 +77,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseChangeNotices: oneOf(env, 'SIGNROOM_DB_CHANGE_NOTICES', 'on', ['on', 'off']) === 'on',
     sqliteMemory: Object.freeze({
       mmapBytes: integer(env, 'SIGNROOM_SQLITE_MMAP_MB', 0, 0, 1_048_576) * 1024 * 1024,
-      cacheBytes: integer(env, 'SIGNROOM_SQLITE_CACHE_MB', 32, 1, 1_048_576) * 1024 * 1024,
+      cacheBytes: integer(env, 'SIGNROOM_SQLITE_CACHE_MB', 16, 1, 1_048_576) * 1024 * 1024,
     }),
     maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
     search: Object.freeze({

@@ -212,14 +212,20 @@ export class SearchIndexes {
     this.#current = running;
     const timeoutMs = this.#policy.loadTimeoutMs ?? LOAD_TIMEOUT_MS;
     let timer: NodeJS.Timeout | undefined;
+    let stopped: Promise<void> | undefined;
     const timedOut = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
-        // Rejected once the loading process is gone: the next load never runs beside it.
-        void running.cancel().finally(() => reject(new Error(`the load took longer than ${timeoutMs} ms and was stopped`)));
+        stopped = running.cancel();
+        reject(new Error(`the load took longer than ${timeoutMs} ms and was stopped`));
       }, timeoutMs);
     });
     try {
       return await Promise.race([running.result, timedOut]);
+    } catch (error) {
+      // Only once the loading process is gone, so the next load never runs beside it; named as the timeout it was.
+      if (stopped === undefined) throw error;
+      await stopped;
+      throw await timedOut.catch((timeout: unknown) => timeout);
     } finally {
       clearTimeout(timer);
       this.#current = undefined;

@@ -184,11 +184,11 @@ describe('SearchIndexes', () => {
   it('stops a load that runs too long, and counts it as failed', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const held = fakeLoader(directory, { gate: new Promise<void>(() => undefined) });
-    const warnings: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, held.sizeOf);
+    const warnings: unknown[] = [];
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) }, held.sizeOf);
     indexes.index('acme', 1);
     await settled(indexes);
-    assert.equal(warnings.length, 1, 'the stuck load was stopped');
+    assert.deepEqual(warnings, ['the load took longer than 20 ms and was stopped'], 'the stuck load was stopped');
     indexes.index('acme', 1);
     assert.equal(indexes.status().loading, 0, 'and is not tried again at once');
     assert.equal(held.jobs.length, 1);

@@ -73,8 +73,16 @@ export interface SearchIndexParts {
   orders: Record<SortField, Int32Array>;
 }
 
+/** Memory an index built from these parts holds, in bytes (its keys as a string of one byte per character). */
+export function bytesOfParts(parts: SearchIndexParts): number {
+  const { keys, starts, kinds, seqs, orders } = parts;
+  return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength;
+}
+
 export class SearchIndex {
   readonly version: number;
+  /** Memory held, in bytes. */
+  readonly bytes: number;
   /**
    * The keys' UTF-8 bytes, one character per byte (a one-byte string of the same length): byte-wise
    * substring search is then String#indexOf, whose calls cost a third of Buffer#indexOf's
@@ -88,6 +96,7 @@ export class SearchIndex {
 
   constructor(parts: SearchIndexParts) {
     this.version = parts.version;
+    this.bytes = bytesOfParts(parts);
     this.#keys = Buffer.from(parts.keys.buffer, parts.keys.byteOffset, parts.keys.byteLength).toString('latin1');
     this.#starts = parts.starts;
     this.#kinds = parts.kinds;
@@ -97,12 +106,6 @@ export class SearchIndex {
 
   get users(): number {
     return this.#seqs.length;
-  }
-
-  /** Memory held, in bytes. */
-  get bytes(): number {
-    const orders = Object.values(this.#orders).reduce((sum, order) => sum + order.byteLength, 0);
-    return this.#keys.length + this.#starts.byteLength + this.#kinds.byteLength + this.#seqs.byteLength + orders;
   }
 
   /** The user number of a seq, or -1 when no indexed user has it. */

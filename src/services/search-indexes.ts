@@ -1,4 +1,4 @@
-import { SearchIndex, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
+import { bytesOfParts, SearchIndex, type RoomMembers } from '../domain/search-index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
@@ -48,12 +48,6 @@ export type Loader = (job: LoadJob) => RunningLoad;
 function releaseKeys(keys: Uint8Array): void {
   const buffer = keys.buffer;
   if (buffer instanceof ArrayBuffer && keys.byteOffset === 0 && keys.byteLength === buffer.byteLength && keys.byteLength >= 1 << 20) buffer.transfer(0);
-}
-
-/** Bytes the index built from these parts will hold (its keys as a string of one byte per character). */
-function bytesOf(parts: SearchIndexParts): number {
-  const { keys, starts, kinds, seqs, orders } = parts;
-  return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength;
 }
 
 /** Bytes an index and its rooms' members take. */
@@ -249,7 +243,7 @@ export class SearchIndexes {
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
     const dropped = this.#dropped.get(orgId);
     const mayDrop = dropped?.version !== result.parts.version;
-    if (!this.#makeRoom(bytesOf(result.parts), orgId, mayDrop)) {
+    if (!this.#makeRoom(bytesOfParts(result.parts), orgId, mayDrop)) {
       if (mayDrop) remember(this.#skipped, orgId, result.parts.version);
       return;
     }

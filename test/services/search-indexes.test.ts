@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/tables.ts';
-import { SearchIndexBuilder } from '../../src/domain/search-index.ts';
+import { bytesOfParts, SearchIndexBuilder } from '../../src/domain/search-index.ts';
 import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search-index-loader.ts';
 import { SearchIndexes } from '../../src/services/search-indexes.ts';
 
@@ -83,7 +83,7 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map(['a', 'b', 'c'].map((orgId) => [orgId, { version: 1, users: 100 }]));
     const { load, sizeOf } = fakeLoader(directory);
     const bytes = parts(1, 100);
-    const size = bytes.keys.byteLength + bytes.starts.byteLength + bytes.kinds.byteLength + bytes.seqs.byteLength + 3 * bytes.orders.email.byteLength;
+    const size = bytesOfParts(bytes);
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet, sizeOf);
     for (const orgId of ['a', 'b']) indexes.index(orgId, 1);
     await settled(indexes);
@@ -100,7 +100,7 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map(['a', 'b'].map((orgId) => [orgId, { version: 1, users: 100 }]));
     const { load, jobs, sizeOf } = fakeLoader(directory);
     const one = parts(1, 100);
-    const size = one.keys.byteLength + one.starts.byteLength + one.kinds.byteLength + one.seqs.byteLength + 3 * one.orders.email.byteLength;
+    const size = bytesOfParts(one);
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: Math.round(1.5 * size), minUsers: 0 }, load, quiet, sizeOf);
     indexes.index('a', 1);
     await settled(indexes);
@@ -131,7 +131,7 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map([['small', { version: 1, users: 20 }], ['big', { version: 1, users: 100, keyLength: 120 }]]);
     const { load, sizeOf } = fakeLoader(directory);
     const one = parts(1, 100, 120);
-    const size = one.keys.byteLength + one.starts.byteLength + one.kinds.byteLength + one.seqs.byteLength + 3 * one.orders.email.byteLength;
+    const size = bytesOfParts(one);
     // Room for the small one and for the big one by its user count (80 bytes a user), not for the big one's real size.
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 100 * 80, minUsers: 0 }, load, quiet, sizeOf);
     assert.ok(size > 100 * 80, `the big index (${size} bytes) is larger than the memory`);

@@ -258,7 +258,17 @@ const USER_COLUMNS = [
   'lastname_key',
   'email_key',
   'search_key',
+  'changed_in',
 ] as const satisfies readonly (keyof UserRow)[];
+
+/** What the in-memory search index holds of a user: a re-import that leaves these as they are leaves `changed_in` too. */
+const INDEXED_COLUMNS = ['search_key', 'firstname_key', 'lastname_key', 'email_key', 'external', 'needs_invite'] as const satisfies readonly (keyof UserRow)[];
+
+/** `changed_in` of an upsert: the new version only if something the index holds differs (the stored one otherwise). */
+const changedIn = sql`case when ${sql.join(
+  INDEXED_COLUMNS.map((column) => sql`users.${sql.id(column)} = excluded.${sql.id(column)}`),
+  sql` and `,
+)} then users.changed_in else excluded.changed_in end`;
 
 /** Rows per insert statement: SQLite binds every value (at most 32,766); PostgreSQL takes one array per column. */
 export function insertBatch(dialect: DialectName): number {
@@ -277,14 +287,14 @@ export function prepareUserUpsert(trx: Transaction<Database>, rows: readonly Use
     const insert = unnestInsert('users', USER_COLUMNS, rows);
     const statement = options.insertOnly
       ? insert
-      : sql`${insert} on conflict (org_id, id) do update set ${sql.join(replaced.map((column) => sql`${sql.id(column)} = excluded.${sql.id(column)}`))}`;
+      : sql`${insert} on conflict (org_id, id) do update set ${sql.join(replaced.map((column) => sql`${sql.id(column)} = ${column === 'changed_in' ? changedIn : sql`excluded.${sql.id(column)}`}`))}`;
     return () => statement.execute(trx);
   }
   const statement = trx
     .insertInto('users')
     .values([...rows])
     .onConflict((oc) =>
-      oc.columns(['org_id', 'id']).doUpdateSet(Object.fromEntries(replaced.map((column) => [column, sql.ref(`excluded.${column}`)]))),
+      oc.columns(['org_id', 'id']).doUpdateSet(Object.fromEntries(replaced.map((column) => [column, column === 'changed_in' ? changedIn : sql.ref(`excluded.${column}`)]))),
     );
   return () => statement.execute();
 }
@@ -298,11 +308,11 @@ export async function insertMemberRows(trx: Transaction<Database>, rows: readonl
 /**
  * `insert into TABLE (columns) select * from unnest(one array per column)`:
  * measured about twice as fast on PostgreSQL as a multi-row VALUES list, which
- * it parses value by value. Integer columns are the 0/1 flags.
+ * it parses value by value. Integer columns are the 0/1 flags and `changed_in`.
  */
 function unnestInsert<Row>(table: string, columns: readonly (keyof Row & string)[], rows: readonly Row[]): RawBuilder<unknown> {
   const arrays = columns.map((column) => {
-    const type = column === 'external' || column === 'needs_invite' ? 'integer' : 'text';
+    const type = column === 'external' || column === 'needs_invite' || column === 'changed_in' ? 'integer' : 'text';
     return sql`${arrayLiteral(rows.map((row) => row[column] as string | number | null))}::${sql.raw(type)}[]`;
   });
   return sql`insert into ${sql.table(table)} (${sql.join(columns.map((column) => sql.id(column)))}) select * from unnest(${sql.join(arrays)})`;

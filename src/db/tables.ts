@@ -75,12 +75,16 @@ export interface UserTable {
   lastname_key: string;
   email_key: string;
   search_key: string;
+  /** The directory version that last changed the user's keys or kind (0: before it was kept, or a first load). */
+  changed_in: number;
 }
 
 export interface RoomTable {
   org_id: string;
   id: string;
   name: string;
+  /** The directory version that last replaced the member list (0: before it was kept, or a first load). */
+  members_changed_in?: number;
 }
 
 export interface RoomMemberTable {

@@ -145,7 +145,8 @@ export async function importDirectory(
 async function importOrganization(run: ImportRun, organization: OrganizationImport): Promise<void> {
   const { trx } = run;
   const firstUsers = !(await hasStoredUsers(trx, organization.id));
-  if (writing(run)) await upsertOrganizationRow(trx, organization);
+  // The directory version this import makes: what it changes is marked with it (see the changed_in migration).
+  const version = writing(run) ? await upsertOrganizationRow(trx, organization) : 0;
   run.counts.organizations += 1;
 
   // Checking only, a first import's users have nothing to be checked against.
@@ -155,27 +156,30 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
     const bulk =
       writing(run) && !run.indexesDropped && organization.userCount >= BULK_LOAD_MIN_USERS && isBulkLoad(organization.userCount, await countAllUsers(trx));
     if (bulk) {
-      await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers));
+      await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers, version));
     } else {
-      await upsertUsers(run, organization, firstUsers);
+      await upsertUsers(run, organization, firstUsers, version);
     }
   }
 
   for (const room of organization.rooms()) {
     for (const index of await unknownMembers(trx, organization, room)) run.problems.push(unknownMember(organization, room, index));
-    if (writing(run)) await upsertRoom(trx, organization.id, room);
+    if (writing(run)) await upsertRoom(trx, organization.id, room, version);
     run.counts.rooms += 1;
     run.counts.members += room.members?.length ?? 0;
   }
   if (writing(run) && !run.indexesDropped) await retallyOrganization(trx, organization.id);
 }
 
-async function upsertOrganizationRow(trx: Transaction<Database>, organization: OrganizationImport): Promise<void> {
-  await upsertOrganizationRows(trx, [organization]);
+/** Upserts the organization; its directory version after (bumped, unless it is new). */
+async function upsertOrganizationRow(trx: Transaction<Database>, organization: OrganizationImport): Promise<number> {
+  const [row] = await upsertOrganizationRows(trx, [organization]);
+  return Number(row!.directory_version);
 }
 
 /** Upserts organizations, two statements at most: with the setting given, and without (the stored one stays). */
-async function upsertOrganizationRows(trx: Transaction<Database>, organizations: readonly OrganizationImport[]): Promise<void> {
+async function upsertOrganizationRows(trx: Transaction<Database>, organizations: readonly OrganizationImport[]): Promise<{ directory_version: number }[]> {
+  const versions: { directory_version: number }[] = [];
   for (const settingGiven of [true, false]) {
     const rows = organizations.filter((organization) => (organization.externalSignatories !== undefined) === settingGiven);
     if (rows.length === 0) continue;
@@ -190,8 +194,11 @@ async function upsertOrganizationRows(trx: Transaction<Database>, organizations:
           directory_version: eb(eb.ref('organizations.directory_version'), '+', 1),
         })),
       )
-      .execute();
+      .returning('directory_version')
+      .execute()
+      .then((rows) => versions.push(...rows));
   }
+  return versions;
 }
 
 /** Organizations per statement of a first load (each one's rooms go with it). */
@@ -239,7 +246,8 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
     pendingOrganizations.push(organization);
     run.counts.organizations += 1;
     for (const user of organization.users()) {
-      pendingUsers.push(userRow(organization.id, user));
+      // changed_in 0: no index can hold users of an organization that had none (see the changed_in migration).
+      pendingUsers.push(userRow(organization.id, user, 0));
       run.counts.users += 1;
       if (pendingUsers.length >= batch) await writeAll();
     }
@@ -263,8 +271,8 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
   await inFlight;
 }
 
-/** A user as the users table stores it, with its folded keys. */
-function userRow(orgId: string, user: UserImport): UserRow {
+/** A user as the users table stores it, with its folded keys, as written by directory version `version`. */
+function userRow(orgId: string, user: UserImport, version: number): UserRow {
   const keys = foldedKeys(user);
   return {
     org_id: orgId,
@@ -280,6 +288,7 @@ function userRow(orgId: string, user: UserImport): UserRow {
     lastname_key: keys.lastnameKey,
     email_key: keys.emailKey,
     search_key: keys.searchKey,
+    changed_in: version,
   };
 }
 
@@ -303,21 +312,26 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
   return notInFile.filter((index) => !known.has(members[index]!));
 }
 
-async function upsertRoom(trx: Transaction<Database>, orgId: string, room: RoomImport): Promise<void> {
-  await upsertRoomRows(trx, [{ org_id: orgId, id: room.id, name: room.name }]);
-  if (room.members === undefined) return;
+async function upsertRoom(trx: Transaction<Database>, orgId: string, room: RoomImport, version: number): Promise<void> {
+  if (room.members === undefined) return upsertRoomRows(trx, [{ org_id: orgId, id: room.id, name: room.name }]);
+  await upsertRoomRows(trx, [{ org_id: orgId, id: room.id, name: room.name, members_changed_in: version }]);
   await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
   for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
     await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
   }
 }
 
-/** Creates rooms, or renames those that exist (by organization and id). */
+/** Creates rooms, or renames those that exist (by organization and id); and marks their member lists replaced if the rows say so. */
 async function upsertRoomRows(trx: Transaction<Database>, rows: readonly RoomTable[]): Promise<void> {
+  const membersReplaced = rows[0]?.members_changed_in !== undefined;
   await trx
     .insertInto('rooms')
     .values([...rows])
-    .onConflict((oc) => oc.columns(['org_id', 'id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+    .onConflict((oc) =>
+      oc.columns(['org_id', 'id']).doUpdateSet((eb) =>
+        membersReplaced ? { name: eb.ref('excluded.name'), members_changed_in: eb.ref('excluded.members_changed_in') } : { name: eb.ref('excluded.name') },
+      ),
+    )
     .execute();
 }
 
@@ -351,7 +365,7 @@ async function emailConflicts(trx: Transaction<Database>, organization: Organiza
  * (upsert by id; a plain insert for an organization's first users), each batch
  * checked first for emails taken by stored users.
  */
-async function upsertUsers(run: ImportRun, organization: OrganizationImport, firstUsers: boolean): Promise<void> {
+async function upsertUsers(run: ImportRun, organization: OrganizationImport, firstUsers: boolean, version: number): Promise<void> {
   const { trx } = run;
   const orgId = organization.id;
   if (writing(run) && !firstUsers) {
@@ -374,7 +388,7 @@ async function upsertUsers(run: ImportRun, organization: OrganizationImport, fir
       for (const part of chunks(batch, BATCH)) run.problems.push(...(await emailConflicts(trx, organization, part)));
     }
     if (!writing(run)) continue;
-    const rows = batch.map((user) => userRow(orgId, user));
+    const rows = batch.map((user) => userRow(orgId, user, version));
     // The database writes one batch while the next is read and prepared here.
     const write = prepareUserUpsert(trx, rows, { insertOnly: firstUsers });
     await previous;

@@ -27,8 +27,10 @@ describe('the sort-indexes-cover-seq migration (PostgreSQL)', () => {
         const result = await migrator.migrateTo(name);
         if (result.error !== undefined) throw result.error;
       };
-      await downTo('2026-11-23T0700-search-index-without-positions');
+      // Imported by today's code, at today's schema; then taken back to before the migration.
+      await migrateToLatest(handle);
       await importDirectory(handle.db, validateDirectoryFile(DIRECTORY).file);
+      await downTo('2026-11-23T0700-search-index-without-positions');
       const definitions = async () =>
         (await sql<{ definition: string }>`select indexdef as definition from pg_indexes where tablename = 'users' and indexname like 'users_by_%' order by indexname`.execute(handle.db)).rows.map(
           (row) => row.definition,

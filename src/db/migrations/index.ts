@@ -10,6 +10,7 @@ import * as shortTermScan from './2026-11-23T0500-short-term-scan.ts';
 import * as changeNotices from './2026-11-23T0600-change-notices.ts';
 import * as searchIndexWithoutPositions from './2026-11-23T0700-search-index-without-positions.ts';
 import * as sortIndexesCoverSeq from './2026-11-23T0800-sort-indexes-cover-seq.ts';
+import * as changedIn from './2026-11-23T0900-changed-in.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -27,6 +28,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-23T0600-change-notices': changeNotices,
   '2026-11-23T0700-search-index-without-positions': searchIndexWithoutPositions,
   '2026-11-23T0800-sort-indexes-cover-seq': sortIndexesCoverSeq,
+  '2026-11-23T0900-changed-in': changedIn,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -7,7 +7,8 @@
  * a builder is fed what the database reads; src/services/search-indexes.ts
  * loads and keeps them.
  */
-import { filterNeedsMembers, matchesFilter, SORT_FIELDS, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
+import { SEARCH_KEY_SEPARATOR } from './fold.ts';
+import { filterNeedsMembers, matchesFilter, sortKeyOrder, SORT_FIELDS, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
 
 /** Ends every search key in the buffer: no stored key contains U+0000, so no term can match across two users. */
 const END_OF_KEY = 0;
@@ -28,6 +29,15 @@ export interface IndexedUser {
   needsInvite: boolean;
 }
 
+/**
+ * A user whose keys or kind changed since an index's version, or who is new, as the database
+ * holds it now: with what places it in each sort order (the folded keys, then the id).
+ */
+export interface ChangedUser extends IndexedUser {
+  id: string;
+  sortKeys: Record<SortField, string>;
+}
+
 /** The room's members among the indexed users, one bit each. */
 export class RoomMembers {
   readonly #bits: Uint8Array;
@@ -42,6 +52,13 @@ export class RoomMembers {
 
   get bytes(): number {
     return this.#bits.byteLength;
+  }
+
+  /** The same members among `users` users: users added since are at the end, and none of them is a member. */
+  extendedTo(users: number): RoomMembers {
+    const bits = new Uint8Array(Math.ceil(users / 8));
+    bits.set(this.#bits.subarray(0, bits.byteLength));
+    return new RoomMembers(bits);
   }
 }
 
@@ -79,38 +96,89 @@ export function bytesOfParts(parts: SearchIndexParts): number {
   return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength;
 }
 
-export class SearchIndex {
-  readonly version: number;
-  /** Memory held, in bytes. */
-  readonly bytes: number;
+/** What a whole read of the database gave: the keys as a one-byte string, the rest as read. */
+interface Base {
   /**
    * The keys' UTF-8 bytes, one character per byte (a one-byte string of the same length): byte-wise
    * substring search is then String#indexOf, whose calls cost a third of Buffer#indexOf's
    * (measured at a million users: a term in every key, 53–64 ms against 142–153 ms).
    */
-  readonly #keys: string;
-  readonly #starts: Int32Array;
-  readonly #kinds: Uint8Array;
-  readonly #seqs: Float64Array;
-  readonly #orders: Readonly<Record<SortField, Int32Array>>;
+  keys: string;
+  starts: Int32Array;
+  kinds: Uint8Array;
+  seqs: Float64Array;
+  orders: Readonly<Record<SortField, Int32Array>>;
+  bytes: number;
+}
 
-  constructor(parts: SearchIndexParts) {
-    this.version = parts.version;
-    this.bytes = bytesOfParts(parts);
-    this.#keys = Buffer.from(parts.keys.buffer, parts.keys.byteOffset, parts.keys.byteLength).toString('latin1');
-    this.#starts = parts.starts;
-    this.#kinds = parts.kinds;
-    this.#seqs = parts.seqs;
-    this.#orders = parts.orders;
+/**
+ * The users changed since the base was read, laid over it: their keys (as the base holds its own),
+ * their kinds, and where each goes in every order. The base's own entries for them are passed over.
+ */
+interface Overlay {
+  /** Every change since the base's version, in ascending seq order. */
+  changes: readonly ChangedUser[];
+  /** Each change's user number: a held user keeps its own, a new one follows the held. */
+  users: Int32Array;
+  keys: string;
+  starts: Int32Array;
+  /** The place in `changes` of a changed user's number. */
+  byUser: Map<number, number>;
+  /** 1 for each held user whose base entry is passed over. */
+  replaced: Uint8Array;
+  /** Every user's kind (the base's, with the changes). */
+  kinds: Uint8Array;
+  /** The seqs of the new users, after the held ones'. */
+  addedSeqs: Float64Array;
+  /** For each order: changed users, by their place (then in order), and the place in the base order each goes before. */
+  inserts: Record<SortField, { before: Int32Array; users: Int32Array }>;
+  bytes: number;
+}
+
+export class SearchIndex {
+  readonly version: number;
+  /** Memory held, in bytes. */
+  readonly bytes: number;
+  readonly #base: Base;
+  readonly #overlay: Overlay | undefined;
+
+  constructor(parts: SearchIndexParts);
+  constructor(parts: Base, version: number, overlay: Overlay);
+  constructor(parts: SearchIndexParts | Base, version?: number, overlay?: Overlay) {
+    if (overlay !== undefined) {
+      this.#base = parts as Base;
+      this.version = version!;
+      this.#overlay = overlay;
+      this.bytes = this.#base.bytes + overlay.bytes;
+      return;
+    }
+    const { keys, starts, kinds, seqs, orders } = parts as SearchIndexParts;
+    this.version = (parts as SearchIndexParts).version;
+    const bytes = bytesOfParts(parts as SearchIndexParts);
+    this.#base = { keys: Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength).toString('latin1'), starts, kinds, seqs, orders, bytes };
+    this.bytes = bytes;
   }
 
   get users(): number {
-    return this.#seqs.length;
+    return this.#base.seqs.length + (this.#overlay?.addedSeqs.length ?? 0);
+  }
+
+  /** How many users' changes are laid over what was read whole. */
+  get changesLaidOver(): number {
+    return this.#overlay?.changes.length ?? 0;
   }
 
   /** The user number of a seq, or -1 when no indexed user has it. */
   userOf(seq: number): number {
-    return placeOf(this.#seqs, seq);
+    const held = placeOf(this.#base.seqs, seq);
+    if (held >= 0 || this.#overlay === undefined) return held;
+    const added = placeOf(this.#overlay.addedSeqs, seq);
+    return added < 0 ? -1 : this.#base.seqs.length + added;
+  }
+
+  #seqOf(user: number): number {
+    const held = this.#base.seqs.length;
+    return user < held ? this.#base.seqs[user]! : this.#overlay!.addedSeqs[user - held]!;
   }
 
   /** The members of a room, from their seqs; undefined when one is not an indexed user (the index is not of the same version). */
@@ -124,6 +192,132 @@ export class SearchIndex {
     return new RoomMembers(bits);
   }
 
+  /**
+   * This index at `version`, with `changed` (ascending seq) laid over it: each either a user held
+   * here, whose key and kind are replaced and who takes a new place in each order, or a new user
+   * after every held one. The large arrays are shared, not copied: the cost grows with the changes
+   * (changes laid over an index before are carried, the base stays). Undefined when that cannot be
+   * done exactly (a seq out of place, a count that does not add up to `users`, or a place the keys
+   * here cannot decide): the index is then read whole.
+   */
+  withChanges(version: number, users: number, changed: readonly ChangedUser[]): SearchIndex | undefined {
+    const base = this.#base;
+    const held = base.seqs.length;
+    // Earlier changes, unless changed again.
+    const bySeq = new Map<number, ChangedUser>((this.#overlay?.changes ?? []).map((user) => [user.seq, user]));
+    for (const user of changed) bySeq.set(user.seq, user);
+    const changes = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+
+    const numbers = new Int32Array(changes.length);
+    const addedSeqs: number[] = [];
+    const replaced = new Uint8Array(held);
+    const byUser = new Map<number, number>();
+    for (const [k, change] of changes.entries()) {
+      let user = placeOf(base.seqs, change.seq);
+      if (user >= 0) replaced[user] = 1;
+      else if (change.seq > (addedSeqs.at(-1) ?? (held > 0 ? base.seqs[held - 1]! : -Infinity))) user = held + addedSeqs.push(change.seq) - 1;
+      else return undefined;
+      numbers[k] = user;
+      byUser.set(user, k);
+    }
+    if (held + addedSeqs.length !== users) return undefined;
+
+    const keys = changes.map((change) => asBytes(change.searchKey) + '\0');
+    const starts = new Int32Array(changes.length + 1);
+    for (const [k, key] of keys.entries()) starts[k + 1] = starts[k]! + key.length;
+    const kinds = new Uint8Array(users);
+    kinds.set(base.kinds);
+    for (const [k, change] of changes.entries()) kinds[numbers[k]!] = (change.external ? EXTERNAL : 0) | (change.needsInvite ? NEEDS_INVITE : 0);
+
+    const inserts = {} as Overlay['inserts'];
+    const sortKeys = changes.map((change) => ({
+      lastname: asBytes(change.sortKeys.lastname),
+      firstname: asBytes(change.sortKeys.firstname),
+      email: asBytes(change.sortKeys.email),
+      id: asBytes(change.id),
+    }));
+    for (const field of SORT_FIELDS) {
+      const placed = this.#placeInBase(field, sortKeys, numbers, replaced);
+      if (placed === undefined) return undefined;
+      inserts[field] = placed;
+    }
+    const overlayBytes = starts[changes.length]! + starts.byteLength + numbers.byteLength + replaced.byteLength + kinds.byteLength + 8 * addedSeqs.length + 3 * 8 * changes.length;
+    return new SearchIndex(base, version, {
+      changes,
+      users: numbers,
+      keys: keys.join(''),
+      starts,
+      byUser,
+      replaced,
+      kinds,
+      addedSeqs: Float64Array.from(addedSeqs),
+      inserts,
+      bytes: overlayBytes,
+    });
+  }
+
+  /**
+   * Where each change goes in the base order of `field`: before which base place, in order;
+   * undefined if a tie with a user not `replaced` leaves it open (ties are ordered by an id the
+   * index does not hold), or a name holding the separator makes a base key unreadable.
+   */
+  #placeInBase(
+    field: SortField,
+    changes: readonly (Record<SortField, string> & { id: string })[],
+    numbers: Int32Array,
+    replaced: Uint8Array,
+  ): { before: Int32Array; users: Int32Array } | undefined {
+    const keyOrder = sortKeyOrder(field);
+    const placed = changes.map((change, k) => ({ user: numbers[k]!, key: keyOrder.map((key) => change[key]), id: change.id }));
+    placed.sort((a, b) => compareKeys(a.key, b.key) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const order = this.#base.orders[field];
+    const before = new Int32Array(placed.length);
+    let low = 0;
+    for (const [k, change] of placed.entries()) {
+      // The first base place whose keys come after the change's, searched from the last one found:
+      // in steps that double until one is past it (changes are usually close together), then halving.
+      let high = low;
+      for (let step = 1; high < order.length; step *= 2) {
+        const compared = this.#compareBaseKeys(order[high]!, keyOrder, change.key);
+        if (compared === undefined) return undefined;
+        if (compared >= 0) break;
+        low = high + 1;
+        high = low + step;
+      }
+      high = Math.min(high, order.length);
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        const compared = this.#compareBaseKeys(order[middle]!, keyOrder, change.key);
+        if (compared === undefined) return undefined;
+        if (compared < 0) low = middle + 1;
+        else high = middle;
+      }
+      // Equal keys from here on: only a replaced user's old place (passed over) may tie.
+      for (let place = low; place < order.length && this.#compareBaseKeys(order[place]!, keyOrder, change.key) === 0; place++) {
+        if (replaced[order[place]!] !== 1) return undefined;
+      }
+      before[k] = low;
+    }
+    return { before, users: Int32Array.from(placed, (change) => change.user) };
+  }
+
+  /** How a held user's keys (as the base holds them) compare with `key`, field by field in `keyOrder`; undefined if its search key does not split into three. */
+  #compareBaseKeys(user: number, keyOrder: readonly SortField[], key: readonly string[]): number | undefined {
+    const { keys, starts } = this.#base;
+    const start = starts[user]!;
+    const end = starts[user + 1]! - 1;
+    const first = keys.indexOf(SEARCH_KEY_SEPARATOR, start);
+    const second = first < 0 ? -1 : keys.indexOf(SEARCH_KEY_SEPARATOR, first + 1);
+    const third = second < 0 ? -1 : keys.indexOf(SEARCH_KEY_SEPARATOR, second + 1);
+    if (first < 0 || second < 0 || second >= end || (third >= 0 && third < end)) return undefined;
+    const at: Record<SortField, [number, number]> = { firstname: [start, first], lastname: [first + 1, second], email: [second + 1, end] };
+    for (const [i, field] of keyOrder.entries()) {
+      const compared = compareRange(keys, at[field][0], at[field][1], key[i]!);
+      if (compared !== 0) return compared;
+    }
+    return 0;
+  }
+
   /** The exact number of users matching, and the seqs of the page's users in order. */
   search(search: IndexSearch): { total: number; seqs: number[] } {
     const candidates = this.#matching(search.terms);
@@ -131,27 +325,46 @@ export class SearchIndex {
     const needsMembers = filterNeedsMembers(search.filter);
     if (needsMembers && search.members === undefined) throw new Error('this filter needs the room members');
     const members = needsMembers ? search.members : undefined;
+    const kinds = this.#overlay?.kinds ?? this.#base.kinds;
     let total = 0;
     for (let user = 0; user < candidates.length; user++) {
       if (candidates[user] === 0) continue;
-      const kind = this.#kinds[user]! | (members?.has(user) === true ? ROOM_MEMBER : 0);
+      const kind = kinds[user]! | (members?.has(user) === true ? ROOM_MEMBER : 0);
       if (accepted[kind] === 1) total += 1;
       else candidates[user] = 0;
     }
     return { total, seqs: total > search.offset ? this.#page(candidates, search) : [] };
   }
 
-  /** The page's seqs: the order is walked, in either direction, past `offset` candidates. */
+  /**
+   * The page's seqs: the order is walked, in either direction, past `offset` candidates. With
+   * changes laid over the base, the base order passes over the changed users' old places, and
+   * each changed user is met before the base place it goes before.
+   */
   #page(candidates: Uint8Array, search: IndexSearch): number[] {
-    const order = this.#orders[search.sortBy];
+    const order = this.#base.orders[search.sortBy];
+    const overlay = this.#overlay;
+    const inserts = overlay?.inserts[search.sortBy] ?? { before: new Int32Array(0), users: new Int32Array(0) };
+    const replaced = overlay?.replaced;
     const seqs: number[] = [];
     let skip = search.offset;
-    const ascending = search.direction === 'ASC';
-    for (let step = 0; step < order.length && seqs.length < search.size; step++) {
-      const user = order[ascending ? step : order.length - 1 - step]!;
-      if (candidates[user] === 0) continue;
+    const visit = (user: number) => {
+      if (candidates[user] === 0) return;
       if (skip > 0) skip -= 1;
-      else seqs.push(this.#seqs[user]!);
+      else seqs.push(this.#seqOf(user));
+    };
+    if (search.direction === 'ASC') {
+      let next = 0;
+      for (let place = 0; place <= order.length && seqs.length < search.size; place++) {
+        for (; next < inserts.before.length && inserts.before[next] === place && seqs.length < search.size; next++) visit(inserts.users[next]!);
+        if (place < order.length && seqs.length < search.size && replaced?.[order[place]!] !== 1) visit(order[place]!);
+      }
+    } else {
+      let next = inserts.before.length - 1;
+      for (let place = order.length; place >= 0 && seqs.length < search.size; place--) {
+        for (; next >= 0 && inserts.before[next] === place && seqs.length < search.size; next--) visit(inserts.users[next]!);
+        if (place > 0 && seqs.length < search.size && replaced?.[order[place - 1]!] !== 1) visit(order[place - 1]!);
+      }
     }
     return seqs;
   }
@@ -161,7 +374,7 @@ export class SearchIndex {
     const candidates = new Uint8Array(this.users);
     if (terms.length === 0) return candidates.fill(1);
     if (terms.some((term) => term.includes('\0'))) return candidates;
-    const [first, ...rest] = [...terms].map((term) => Buffer.from(term, 'utf8').toString('latin1')).sort((a, b) => b.length - a.length);
+    const [first, ...rest] = [...terms].map(asBytes).sort((a, b) => b.length - a.length);
     this.#scan(first!, candidates);
     for (const term of rest) {
       const left = candidates.reduce((sum, candidate) => sum + candidate, 0);
@@ -181,47 +394,83 @@ export class SearchIndex {
 
   /** Whether the user's key contains the term: compared here, as keys are short (an indexOf could run on past the key). */
   #contains(user: number, term: string): boolean {
-    const keys = this.#keys;
-    const last = this.#starts[user + 1]! - 1 - term.length;
-    const first = term.charCodeAt(0);
-    for (let at = this.#starts[user]!; at <= last; at++) {
-      if (keys.charCodeAt(at) !== first) continue;
-      let length = 1;
-      while (length < term.length && keys.charCodeAt(at + length) === term.charCodeAt(length)) length++;
-      if (length === term.length) return true;
-    }
-    return false;
+    const change = this.#overlay?.byUser.get(user);
+    if (change !== undefined) return containsIn(this.#overlay!.keys, this.#overlay!.starts[change]!, this.#overlay!.starts[change + 1]! - 1, term);
+    return containsIn(this.#base.keys, this.#base.starts[user]!, this.#base.starts[user + 1]! - 1, term);
   }
 
-  /** Marks every user whose key contains the term: one pass over the buffer, skipping to the next key after a match. */
+  /** Marks every user whose key contains the term: the base's keys (but for users changed since), then the changed users' keys. */
   #scan(term: string, candidates: Uint8Array): void {
-    const starts = this.#starts;
-    let user = 0;
-    let at = this.#keys.indexOf(term, 0);
-    while (at >= 0) {
-      user = this.#userAt(at, user);
-      candidates[user] = 1;
-      at = this.#keys.indexOf(term, starts[user + 1]!);
-    }
+    scanKeys(this.#base.keys, this.#base.starts, term, (user) => (candidates[user] = 1));
+    const overlay = this.#overlay;
+    if (overlay === undefined) return;
+    for (const user of overlay.users) candidates[user] = 0;
+    scanKeys(overlay.keys, overlay.starts, term, (change) => (candidates[overlay.users[change]!] = 1));
   }
+}
 
-  /** The user whose key holds byte `at`, searching from `from` (matches come in order): a few steps, then halving. */
-  #userAt(at: number, from: number): number {
-    const starts = this.#starts;
-    let user = from;
-    for (let step = 0; step < 8; step++) {
-      if (starts[user + 1]! > at) return user;
-      user += 1;
-    }
-    let low = user;
-    let high = starts.length - 2;
-    while (low < high) {
-      const middle = (low + high + 1) >>> 1;
-      if (starts[middle]! <= at) low = middle;
-      else high = middle - 1;
-    }
-    return low;
+/** Calls `found` with the number of every key in `keys` (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */
+function scanKeys(keys: string, starts: Int32Array, term: string, found: (key: number) => void): void {
+  let key = 0;
+  let at = keys.indexOf(term, 0);
+  while (at >= 0) {
+    key = keyAt(starts, at, key);
+    found(key);
+    at = keys.indexOf(term, starts[key + 1]!);
   }
+}
+
+/** The key that holds byte `at`, searching from `from` (matches come in order): a few steps, then halving. */
+function keyAt(starts: Int32Array, at: number, from: number): number {
+  let key = from;
+  for (let step = 0; step < 8; step++) {
+    if (starts[key + 1]! > at) return key;
+    key += 1;
+  }
+  let low = key;
+  let high = starts.length - 2;
+  while (low < high) {
+    const middle = (low + high + 1) >>> 1;
+    if (starts[middle]! <= at) low = middle;
+    else high = middle - 1;
+  }
+  return low;
+}
+
+/** Whether keys[from, end) contains the term. */
+function containsIn(keys: string, from: number, end: number, term: string): boolean {
+  const last = end - term.length;
+  const first = term.charCodeAt(0);
+  for (let at = from; at <= last; at++) {
+    if (keys.charCodeAt(at) !== first) continue;
+    let length = 1;
+    while (length < term.length && keys.charCodeAt(at + length) === term.charCodeAt(length)) length++;
+    if (length === term.length) return true;
+  }
+  return false;
+}
+
+/** A string's UTF-8 bytes, one character per byte, as the index holds its keys. */
+function asBytes(text: string): string {
+  return /^[\x00-\x7f]*$/.test(text) ? text : Buffer.from(text, 'utf8').toString('latin1');
+}
+
+/** Compares keys[from, to) with `key`, byte-wise (both one byte per character). */
+function compareRange(keys: string, from: number, to: number, key: string): number {
+  const length = Math.min(to - from, key.length);
+  for (let i = 0; i < length; i++) {
+    const difference = keys.charCodeAt(from + i) - key.charCodeAt(i);
+    if (difference !== 0) return difference;
+  }
+  return to - from - key.length;
+}
+
+/** Compares sort keys field by field, byte-wise (keys are UTF-8 bytes, one per character), as the databases order them. */
+function compareKeys(a: readonly string[], b: readonly string[]): number {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]! !== b[i]!) return a[i]! < b[i]! ? -1 : 1;
+  }
+  return 0;
 }
 
 /** Where `seq` is in the ascending `seqs`, or -1. */

@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
+import { chunks } from '../db/chunks.ts';
 import { notIndexed } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
-import type { IndexedUser } from '../domain/search-index.ts';
+import type { ChangedUser, IndexedUser } from '../domain/search-index.ts';
 import { sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
 import { SORT_KEY_COLUMNS } from './signatory-repository.ts';
 
@@ -47,6 +48,16 @@ export async function findOrganizationSize(db: Kysely<Database>, orgId: string):
 export async function findDirectoryVersion(db: Kysely<Database>, orgId: string): Promise<number | undefined> {
   const row = await db.selectFrom('organizations').select('directory_version').where('id', '=', orgId).executeTakeFirst();
   return row === undefined ? undefined : Number(row.directory_version);
+}
+
+/** The directory versions of the organizations that exist among `orgIds`. */
+export async function findDirectoryVersions(db: Kysely<Database>, orgIds: readonly string[]): Promise<Map<string, number>> {
+  const versions = new Map<string, number>();
+  for (const batch of chunks(orgIds, 500)) {
+    const rows = await db.selectFrom('organizations').select(['id', 'directory_version']).where('id', 'in', batch).execute();
+    for (const row of rows) versions.set(row.id, Number(row.directory_version));
+  }
+  return versions;
 }
 
 /**
@@ -115,4 +126,33 @@ export async function readRoomMemberSeqs(
     .limit(limit)
     .execute();
   return { seqs: rows.map((row) => Number(row.seq)), last: rows.at(-1)?.user_id };
+}
+
+/**
+ * The organization's users whose keys or kind changed after directory version `since` (new users
+ * among them), in seq order, at most `limit`: read along the changed_in index.
+ */
+export async function readChangedUsers(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<ChangedUser[]> {
+  const rows = await db
+    .selectFrom('users as u')
+    .select(['u.seq', 'u.id', 'u.search_key', 'u.lastname_key', 'u.firstname_key', 'u.email_key', 'u.external', 'u.needs_invite'])
+    .where('u.org_id', '=', orgId)
+    .where('u.changed_in', '>', since)
+    .orderBy('u.seq')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    seq: Number(row.seq),
+    id: row.id,
+    searchKey: row.search_key,
+    sortKeys: { lastname: row.lastname_key, firstname: row.firstname_key, email: row.email_key },
+    external: row.external === 1,
+    needsInvite: row.needs_invite === 1,
+  }));
+}
+
+/** The organization's rooms whose member lists were replaced after directory version `since`. */
+export async function readChangedRooms(db: Kysely<Database>, orgId: string, since: number): Promise<string[]> {
+  const rows = await db.selectFrom('rooms').select('id').where('org_id', '=', orgId).where('members_changed_in', '>', since).execute();
+  return rows.map((row) => row.id);
 }

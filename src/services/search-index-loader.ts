@@ -8,26 +8,36 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { preferIndexWalks } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
-import { SearchIndexBuilder, type SearchIndexParts } from '../domain/search-index.ts';
+import { SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
 import {
   findDirectoryVersion,
   findOrganizationSize,
+  readChangedRooms,
+  readChangedUsers,
   readIndexedUsers,
   readRoomMemberSeqs,
   readSortOrder,
   type SortPosition,
 } from '../repositories/search-index-repository.ts';
 
-/** What a loader reads: an organization's index (unless it is too small or too large), or a room's members at a version. */
+/**
+ * What a loader reads: an organization's index (unless it is too small or too large), what changed
+ * in it since a version (unless more than `maxChanges` users did), or a room's members at a version.
+ */
 export type LoadJob =
   | { kind: 'organization'; orgId: string; minUsers: number; maxUsers: number }
+  | { kind: 'changes'; orgId: string; since: number; maxChanges: number }
   | { kind: 'room'; orgId: string; roomId: string; version: number };
 
 export type LoadResult =
   | { kind: 'index'; parts: SearchIndexParts }
   | { kind: 'skipped'; version: number; users: number }
   | { kind: 'members'; seqs: Float64Array }
+  /** The organization at `version`, of `users` users: those changed since, and the rooms whose member lists were replaced. */
+  | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[] }
+  /** More users changed than the job allows: the index is better read whole. */
+  | { kind: 'many changes' }
   /** The organization is gone, or (a room) no longer at the version asked for. */
   | { kind: 'stale' };
 
@@ -46,7 +56,8 @@ export async function readLoadJob(db: Kysely<Database>, job: LoadJob): Promise<L
     .setAccessMode('read only')
     .execute(async (trx) => {
       await preferIndexWalks(trx);
-      return job.kind === 'organization' ? readOrganization(trx, job) : readRoom(trx, job);
+      if (job.kind === 'organization') return readOrganization(trx, job);
+      return job.kind === 'changes' ? readChanges(trx, job) : readRoom(trx, job);
     });
 }
 
@@ -72,6 +83,14 @@ async function readOrganization(db: Kysely<Database>, job: Extract<LoadJob, { ki
   const parts = builder.parts();
   if (parts === undefined) throw new Error(`the users of organization "${job.orgId}" did not add up to its tallies`);
   return { kind: 'index', parts };
+}
+
+async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult> {
+  const size = await findOrganizationSize(db, job.orgId);
+  if (size === undefined) return { kind: 'stale' };
+  const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
+  if (changed.length > job.maxChanges) return { kind: 'many changes' };
+  return { kind: 'changes', ...size, changed, rooms: await readChangedRooms(db, job.orgId, job.since) };
 }
 
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {

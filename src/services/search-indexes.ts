@@ -1,7 +1,7 @@
-import { bytesOfParts, SearchIndex, type RoomMembers } from '../domain/search-index.ts';
+import { bytesOfParts, SearchIndex, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
-import { findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
+import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
 import type { LoadJob, LoadResult, RunningLoad } from './search-index-loader.ts';
 
 /** How much the in-memory search indexes may hold, and which organizations get one. */
@@ -26,6 +26,20 @@ const BYTES_PER_USER = 80;
 const RETRY_AFTER_MS = 30_000;
 /** A load running longer than this is stopped (and counts as failed): a stuck one must not hold the queue. */
 const LOAD_TIMEOUT_MS = 5 * 60_000;
+/**
+ * An index is brought up to a new version from what changed, as long as at most this many users
+ * changed since it was read whole; beyond, it is read whole again, and lookups use the database
+ * meanwhile. Laying changes over an index runs on the request thread: measured at a million users,
+ * 20–35 ms for 2,000 changed users, 190 ms for 20,000.
+ */
+const MAX_LAID_OVER = 10_000;
+/**
+ * Beyond this many users changed since the index was read whole, it is read whole again in the
+ * background, while the index with the changes laid over it goes on answering.
+ */
+const READ_AGAIN_AFTER = 2_000;
+/** How often the versions of the organizations held are looked at, so a change is applied before a lookup asks for it. */
+const WATCH_MS = 500;
 /** Organizations remembered as not indexed, or as failed: the oldest are forgotten beyond this (and may be looked at again). */
 const REMEMBERED = 10_000;
 
@@ -34,7 +48,14 @@ interface Ready {
   rooms: Map<string, RoomMembers>;
 }
 
-type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number };
+/** An organization's index (`whole`: read whole, even if an index is held), or a room's members. */
+type Job = { kind: 'organization'; orgId: string; whole?: boolean } | { kind: 'room'; orgId: string; roomId: string; version: number };
+
+/** What is read of the directory beside the loads: an organization's size, and organizations' versions. */
+export interface DirectoryReads {
+  sizeOf(orgId: string): Promise<{ version: number; users: number } | undefined>;
+  versionsOf(orgIds: readonly string[]): Promise<Map<string, number>>;
+}
 
 /** Starts a load (in a process of its own: src/services/search-index-loader.ts). */
 export type Loader = (job: LoadJob) => RunningLoad;
@@ -69,7 +90,8 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 
 /** Tells queued jobs apart: one load per organization, one per room. */
 function jobKey(job: Job): string {
-  return job.kind === 'organization' ? `o\0${job.orgId}` : `r\0${job.orgId}\0${job.roomId}`;
+  if (job.kind === 'room') return `r\0${job.orgId}\0${job.roomId}`;
+  return `${job.whole === true ? 'w' : 'o'}\0${job.orgId}`;
 }
 
 /**
@@ -102,24 +124,23 @@ export class SearchIndexes {
   #current: RunningLoad | undefined;
   #closed = false;
 
-  readonly #sizeOf: (orgId: string) => Promise<{ version: number; users: number } | undefined>;
+  readonly #reads: DirectoryReads;
+  #watch: NodeJS.Timeout | undefined;
+  #checking = false;
 
   /**
-   * `db` lists the organizations to preload and tells their sizes (`sizeOf`, by default from the
-   * tallies); `load` reads an index or a room's members.
+   * `db` lists the organizations to preload, and by default tells their sizes and versions
+   * (`reads`); `load` reads an index, what changed in it, or a room's members.
    */
-  constructor(
-    db: Kysely<Database>,
-    policy: SearchIndexPolicy,
-    load: Loader,
-    log: SearchIndexLog,
-    sizeOf: (orgId: string) => Promise<{ version: number; users: number } | undefined> = (orgId) => findOrganizationSize(db, orgId),
-  ) {
+  constructor(db: Kysely<Database>, policy: SearchIndexPolicy, load: Loader, log: SearchIndexLog, reads: Partial<DirectoryReads> = {}) {
     this.#db = db;
     this.#policy = policy;
     this.#load = load;
     this.#log = log;
-    this.#sizeOf = sizeOf;
+    this.#reads = {
+      sizeOf: reads.sizeOf ?? ((orgId) => findOrganizationSize(db, orgId)),
+      versionsOf: reads.versionsOf ?? ((orgIds) => findDirectoryVersions(db, orgIds)),
+    };
   }
 
   /** The organization's index at exactly this version; otherwise undefined, and a load is queued if one is worth it. */
@@ -133,8 +154,7 @@ export class SearchIndexes {
     }
     // A lookup that read its version just before a change landed: the newer index held stays, and nothing is loaded.
     if (ready !== undefined && ready.index.version > version) return undefined;
-    // Versions only grow: an older index will never be asked for again, so its memory is freed now.
-    if (ready !== undefined) this.#ready.delete(orgId);
+    // An older index is not used again, but kept until the load replaces it: what changed since is applied to it.
     const dropped = this.#dropped.get(orgId);
     if (dropped?.version === version && this.#held() + dropped.bytes > this.#policy.memoryBytes) return undefined;
     if (this.#skipped.get(orgId) !== version) this.#enqueue({ kind: 'organization', orgId });
@@ -166,9 +186,36 @@ export class SearchIndexes {
     }
   }
 
+  /**
+   * From now on, looks every `intervalMs` at the versions of the organizations held, and brings
+   * those that moved up to date in the background, as a lookup at the new version would: an
+   * import's changes are then applied a moment after it commits, before most lookups ask.
+   */
+  watch(intervalMs = WATCH_MS): void {
+    if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
+    this.#watch = setInterval(() => void this.#checkVersions(), intervalMs);
+    this.#watch.unref();
+  }
+
+  async #checkVersions(): Promise<void> {
+    if (this.#checking || this.#ready.size === 0) return;
+    this.#checking = true;
+    try {
+      for (const [orgId, version] of await this.#reads.versionsOf([...this.#ready.keys()])) {
+        const ready = this.#ready.get(orgId);
+        if (ready !== undefined && ready.index.version < version) this.#enqueue({ kind: 'organization', orgId });
+      }
+    } catch {
+      // The database is unreachable: lookups ask again once it is back.
+    } finally {
+      this.#checking = false;
+    }
+  }
+
   /** Stops loading: the running load is cancelled, nothing else starts. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#watch);
     this.#queue.length = 0;
     await this.#current?.cancel();
     await this.#running;
@@ -188,7 +235,7 @@ export class SearchIndexes {
     for (let job = this.#queue.shift(); job !== undefined && !this.#closed; job = this.#queue.shift()) {
       const started = performance.now();
       try {
-        if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started);
+        if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, job.whole === true);
         else await this.#loadRoom(job.orgId, job.roomId, job.version);
       } catch (error) {
         if (this.#closed) return;
@@ -226,35 +273,88 @@ export class SearchIndexes {
     }
   }
 
-  async #loadOrganization(orgId: string, started: number): Promise<void> {
+  async #loadOrganization(orgId: string, started: number, whole: boolean): Promise<void> {
+    const held = this.#ready.get(orgId);
+    // Read whole to take the place of one with many changes laid over it, which answers meanwhile.
+    if (held !== undefined && !whole) {
+      if ((await this.#update(orgId, held, started)) || this.#closed) return;
+      // To be read whole: the older index goes now, and its memory is free for the load.
+      if (this.#ready.get(orgId) === held) this.#ready.delete(orgId);
+    }
     const maxUsers = Math.floor(this.#policy.memoryBytes / BYTES_PER_USER);
     // Most organizations are small: their size, from the tallies, spares them a loading process.
-    const size = await this.#sizeOf(orgId);
+    const size = await this.#reads.sizeOf(orgId);
     if (size === undefined || size.users < this.#policy.minUsers || size.users > maxUsers) {
       if (size !== undefined) remember(this.#skipped, orgId, size.version);
       return;
     }
     const result = await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
     if (this.#closed) return;
-    // What is held is of an older version (or the same, loaded again): never to be used again.
+    // What is held is of an older version (or the same, read again): never to be used again. At the
+    // same version its rooms' members stand as they are (users are numbered in seq order either way).
+    const sameVersion = held !== undefined && this.#ready.get(orgId) === held && result.kind === 'index' && held.index.version === result.parts.version;
+    const rooms = new Map(sameVersion ? held.rooms : []);
     this.#ready.delete(orgId);
     if (result.kind === 'skipped') remember(this.#skipped, orgId, result.version);
     if (result.kind !== 'index') return;
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
     const dropped = this.#dropped.get(orgId);
     const mayDrop = dropped?.version !== result.parts.version;
-    if (!this.#makeRoom(bytesOfParts(result.parts), orgId, mayDrop)) {
+    let bytes = bytesOfParts(result.parts);
+    for (const members of rooms.values()) bytes += members.bytes;
+    if (!this.#makeRoom(bytes, orgId, mayDrop)) {
       if (mayDrop) remember(this.#skipped, orgId, result.parts.version);
       return;
     }
-    const index = new SearchIndex(result.parts);
-    releaseKeys(result.parts.keys);
-    this.#dropped.delete(orgId);
-    this.#ready.set(orgId, { index, rooms: new Map() });
+    const index = this.#keep(orgId, result.parts, rooms);
     this.#log.info(
       { organization: orgId, users: index.users, version: index.version, mib: Math.round(index.bytes / 2 ** 20), ms: Math.round(performance.now() - started) },
       'search index: loaded',
     );
+  }
+
+  /**
+   * Brings the held index of an organization up to its current version from the users changed
+   * since (and the rooms' members not replaced since, kept): true once done (or nothing changed),
+   * false when the index is to be read whole (too many changes, or changes it cannot place).
+   */
+  async #update(orgId: string, held: Ready, started: number): Promise<boolean> {
+    const maxChanges = MAX_LAID_OVER - held.index.changesLaidOver;
+    if (maxChanges <= 0) return false;
+    const result = await this.#run({ kind: 'changes', orgId, since: held.index.version, maxChanges });
+    if (this.#closed) return true;
+    if (result.kind !== 'changes' || this.#ready.get(orgId) !== held) return false;
+    if (result.version === held.index.version) return true;
+    if (result.users > Math.floor(this.#policy.memoryBytes / BYTES_PER_USER)) return false;
+    const index = held.index.withChanges(result.version, result.users, result.changed);
+    if (index === undefined) return false;
+    const replaced = new Set(result.rooms);
+    const rooms = new Map<string, RoomMembers>();
+    for (const [roomId, members] of held.rooms) if (!replaced.has(roomId)) rooms.set(roomId, members.extendedTo(result.users));
+    this.#ready.delete(orgId);
+    let bytes = index.bytes;
+    for (const members of rooms.values()) bytes += members.bytes;
+    if (!this.#makeRoom(bytes, orgId)) {
+      remember(this.#skipped, orgId, result.version);
+      return true;
+    }
+    this.#dropped.delete(orgId);
+    this.#ready.set(orgId, { index, rooms });
+    this.#log.info(
+      { organization: orgId, users: index.users, version: index.version, changed: result.changed.length, changedSinceRead: index.changesLaidOver, ms: Math.round(performance.now() - started) },
+      'search index: updated with what changed',
+    );
+    if (index.changesLaidOver > READ_AGAIN_AFTER) this.#enqueue({ kind: 'organization', orgId, whole: true });
+    return true;
+  }
+
+  /** Builds the index from its parts and holds it, with the rooms' members known. */
+  #keep(orgId: string, parts: SearchIndexParts, rooms: Map<string, RoomMembers>): SearchIndex {
+    const index = new SearchIndex(parts);
+    releaseKeys(parts.keys);
+    this.#dropped.delete(orgId);
+    this.#ready.set(orgId, { index, rooms });
+    return index;
   }
 
   async #loadRoom(orgId: string, roomId: string, version: number): Promise<void> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SearchIndex, SearchIndexBuilder, type IndexedUser } from '../../src/domain/search-index.ts';
-import { matchesFilter, type SignatoryFilter, type SortDirection, type SortField } from '../../src/domain/signatory-rules.ts';
+import { SearchIndex, SearchIndexBuilder, type ChangedUser, type IndexedUser } from '../../src/domain/search-index.ts';
+import { matchesFilter, sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../../src/domain/signatory-rules.ts';
 
 interface User extends IndexedUser {
   member: boolean;
@@ -140,5 +140,166 @@ describe('SearchIndexBuilder', () => {
     const index = build([{ ...user(1), member: true, rank: { lastname: 0, firstname: 0, email: 0 } }]);
     assert.equal(index.roomMembers([1, 2]), undefined);
     assert.ok(index.roomMembers([1])?.has(0));
+  });
+});
+
+/** A user as the database holds one: the three folded keys and the id decide where it sorts. */
+interface StoredUser {
+  seq: number;
+  id: string;
+  keys: Record<SortField, string>;
+  external: boolean;
+  needsInvite: boolean;
+}
+
+const asChanged = (user: StoredUser): ChangedUser => ({
+  seq: user.seq,
+  id: user.id,
+  searchKey: [user.keys.firstname, user.keys.lastname, user.keys.email].join('\n'),
+  sortKeys: user.keys,
+  external: user.external,
+  needsInvite: user.needsInvite,
+});
+
+/** The index the loader would read for these users: each order as the databases sort (keys byte-wise, then id). */
+function read(users: readonly StoredUser[], version: number): SearchIndex {
+  const builder = new SearchIndexBuilder(version, users.length);
+  builder.addUsers(users.map(asChanged));
+  const bytes = (s: string) => Buffer.from(s, 'utf8');
+  for (const field of FIELDS) {
+    const keyOrder = sortKeyOrder(field);
+    const sorted = [...users].sort((a, b) => {
+      for (const key of keyOrder) {
+        const compared = Buffer.compare(bytes(a.keys[key]), bytes(b.keys[key]));
+        if (compared !== 0) return compared;
+      }
+      return Buffer.compare(bytes(a.id), bytes(b.id));
+    });
+    builder.addOrder(field, sorted.map((user) => user.seq));
+  }
+  const parts = builder.parts();
+  assert.ok(parts !== undefined);
+  return new SearchIndex(parts);
+}
+
+/** Pieces of names that collide under byte order: é before z, 😀 after every BMP character, '' first. */
+const PIECES_OF_NAMES = ['an', 'é', 'e', 'z', '😀', '\uFF5E', ' ', 'b'];
+const namePieceArb = fc.array(fc.constantFrom(...PIECES_OF_NAMES), { maxLength: 3 }).map((parts) => parts.join(''));
+
+/** Each user's new keys and kind, for some of them. */
+const rewriteArb = (names: fc.Arbitrary<string>) =>
+  fc.array(fc.record({ at: fc.nat(), firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean() }), { maxLength: 12 });
+const newUsersArb = (names: fc.Arbitrary<string>) =>
+  fc.array(fc.record({ firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean(), gap: fc.integer({ min: 1, max: 3 }) }), { maxLength: 10 });
+
+type Rewrite = { at: number; firstname: string; lastname: string; email: string; external: boolean; needsInvite: boolean };
+type NewUser = Omit<Rewrite, 'at'> & { gap: number };
+
+/** The directory after some users are rewritten and some added (emails stay distinct: the index in them), and the changes in seq order. */
+function evolve(users: readonly StoredUser[], rewrites: readonly Rewrite[], added: readonly NewUser[], idPrefix = ''): { users: StoredUser[]; changed: ChangedUser[] } {
+  const next = [...users];
+  const changed = new Set<number>();
+  for (const row of rewrites) {
+    if (next.length === 0) break;
+    const index = row.at % next.length;
+    next[index] = { ...next[index]!, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite };
+    changed.add(index);
+  }
+  let seq = next.at(-1)?.seq ?? 0;
+  for (const row of added) {
+    const index = next.length;
+    seq += row.gap;
+    next.push({ seq, id: `${idPrefix}u${index}`, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite });
+    changed.add(index);
+  }
+  return { users: next, changed: [...changed].sort((a, b) => a - b).map((index) => asChanged(next[index]!)) };
+}
+
+/** A directory, changed twice: what an index read whole, then updated twice, must answer like. */
+const historyArb = (names = namePieceArb, ids: fc.Arbitrary<string> = fc.constant('')) =>
+  fc.record({ initial: newUsersArb(names).chain((first) => newUsersArb(names).map((second) => [...first, ...second])), one: rewriteArb(names), oneAdded: newUsersArb(names), two: rewriteArb(names), twoAdded: newUsersArb(names), ids });
+
+/** Searches covering every order, direction, paging and filter, with terms from the names' pieces. */
+function everySearch(users: readonly StoredUser[]) {
+  const terms = [[], ['an'], ['e'], ['z'], ['😀'], ['@x'], ['an', 'e'], ['b', '1'], ['\uFF5E', ' ']];
+  const members = users.filter((_, index) => index % 3 === 0).map((user) => user.seq);
+  const searches: (Parameters<SearchIndex['search']>[0] & { memberSeqs: number[] })[] = [];
+  for (const searchTerms of terms) {
+    for (const sortBy of FIELDS) {
+      for (const direction of ['ASC', 'DESC'] as const) {
+        for (const [offset, size] of [[0, 100], [1, 3], [5, 2]] as const) {
+          searches.push({ terms: searchTerms, includeExternal: offset !== 1, filter: offset === 5 ? { requiresInvitation: true, roomMember: false } : {}, sortBy, direction, offset, size, memberSeqs: members });
+        }
+      }
+    }
+  }
+  return searches;
+}
+
+/** Both indexes answer every search alike, and know the same users. */
+function assertAnswersAlike(updated: SearchIndex, whole: SearchIndex, users: readonly StoredUser[]) {
+  assert.equal(updated.users, whole.users);
+  for (const user of users) assert.equal(updated.userOf(user.seq), whole.userOf(user.seq));
+  for (const { memberSeqs, ...search } of everySearch(users)) {
+    const answer = (index: SearchIndex) => index.search({ ...search, members: index.roomMembers(memberSeqs)! });
+    assert.deepEqual(answer(updated), answer(whole), JSON.stringify(search));
+  }
+}
+
+describe('SearchIndex.withChanges', () => {
+  it('answers like an index read whole after each change, changes laid over changes', () => {
+    fc.assert(
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded }) => {
+        const start = evolve([], [], initial);
+        const first = evolve(start.users, one, oneAdded);
+        const second = evolve(first.users, two, twoAdded);
+        const once = read(start.users, 3).withChanges(4, first.users.length, first.changed);
+        assert.ok(once !== undefined, 'no two users sort alike, and no name holds the separator');
+        assertAnswersAlike(once, read(first.users, 4), first.users);
+        const twice = once.withChanges(5, second.users.length, second.changed);
+        assert.ok(twice !== undefined);
+        assertAnswersAlike(twice, read(second.users, 5), second.users);
+        assert.equal(twice.version, 5);
+        assert.ok(twice.changesLaidOver <= first.changed.length + second.changed.length);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('is never wrong when names hold the separator or users tie on every key: it gives up instead', () => {
+    const names = fc.array(fc.constantFrom('a', '\n', 'b'), { maxLength: 2 }).map((parts) => parts.join(''));
+    let gaveUp = 0;
+    fc.assert(
+      fc.property(historyArb(names, fc.constantFrom('', 'x')), ({ initial, one, oneAdded, ids }) => {
+        // Emails alike too, so users tie on every key and only the id orders them.
+        const tie = (users: StoredUser[]) => users.map((user) => ({ ...user, keys: { ...user.keys, email: 'same@x' } }));
+        const start = evolve([], [], initial, ids);
+        const first = evolve(start.users, one, oneAdded, ids);
+        const tiedChanged = first.changed.map((user) => asChanged(tie(first.users).find((other) => other.seq === user.seq)!));
+        for (const [from, to, changed] of [[start.users, first.users, first.changed], [tie(start.users), tie(first.users), tiedChanged]] as const) {
+          const updated = read(from, 3).withChanges(4, to.length, changed);
+          if (updated === undefined) gaveUp += 1;
+          else assertAnswersAlike(updated, read(to, 4), to);
+        }
+      }),
+      { numRuns: 300 },
+    );
+    assert.ok(gaveUp > 0, 'some cases cannot be placed from the keys alone');
+  });
+
+  it('gives up on changes that do not fit the index', () => {
+    const stored = (seq: number): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: `f${seq}`, lastname: `l${seq}`, email: `e${seq}` }, external: false, needsInvite: false });
+    const index = read([1, 5, 9].map(stored), 1);
+    const user = (seq: number) => asChanged(stored(seq));
+    assert.equal(index.withChanges(2, 3, [user(3)]), undefined, 'a seq between held ones is no user of this index');
+    assert.equal(index.withChanges(2, 5, [user(12)]), undefined, 'a count that does not add up');
+    assert.equal(index.withChanges(2, 4, [user(12)])?.users, 4);
+  });
+
+  it('keeps room members, none of the users added after them a member', () => {
+    const users = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((seq): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: '', lastname: '', email: `e${seq}` }, external: false, needsInvite: false }));
+    const some = read(users, 1).roomMembers([2, 9])!.extendedTo(17);
+    assert.equal(some.bytes, 3);
+    assert.deepEqual([...Array(17).keys()].filter((user) => some.has(user)), [1, 8]);
   });
 });

@@ -257,12 +257,21 @@ for (const mode of MODES) describe(`signatory lookup against a model of the cont
         ? org
         : {
             ...org,
-            users: org.users.map((user, k) => (k % 3 === 0 ? { ...user, lastname: `${user.lastname ?? ''}ß`, external: !user.external } : user)),
-            rooms: org.rooms.map((room) => ({ ...room, members: room.members.slice(1) })),
+            // Some users change, two join (the index in memory is updated with just these), and one room's members are replaced.
+            users: [
+              ...org.users.map((user, k) => (k % 3 === 0 ? { ...user, lastname: `${user.lastname ?? ''}ß`, external: !user.external } : user)),
+              ...[0, 1].map((k) => fc.sample(userArb(org.users.length + k), { numRuns: 1, seed: 2000 + index + k })[0]!),
+            ],
+            rooms: [{ ...org.rooms[0]!, members: org.rooms[0]!.members.slice(1) }, ...org.rooms.slice(1)],
           },
     );
     await t.importDirectory({
-      organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
+      // The unchanged organizations name their rooms without members: the members stay as they are.
+      organizations: orgs.map((org, index) => ({
+        ...org,
+        rooms: index % 2 === 1 ? org.rooms.map((room) => ({ id: room.id })) : org.rooms,
+        settings: { externalSignatories: org.externalSignatories },
+      })),
     });
     // Before the indexes of the new version are loaded (the database answers), and after.
     for (const org of orgs) for (const query of FIXED_QUERIES) await answersLikeTheModel(org, query);

@@ -2,17 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/tables.ts';
-import { bytesOfParts, SearchIndexBuilder } from '../../src/domain/search-index.ts';
+import { bytesOfParts, SearchIndexBuilder, type ChangedUser } from '../../src/domain/search-index.ts';
 import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search-index-loader.ts';
 import { SearchIndexes } from '../../src/services/search-indexes.ts';
 
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
-type Directory = Map<string, { version: number; users: number; members?: number[]; keyLength?: number }>;
+type Directory = Map<string, { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[] } }>;
+
+/** User `seq`'s search key: no first or last name, an email that sorts by seq. */
+const emailOf = (seq: number, keyLength = 45) => `user${String(seq).padStart(4, '0')}`.padEnd(keyLength - 2, '.');
 
 function parts(version: number, users: number, keyLength = 45) {
   const builder = new SearchIndexBuilder(version, users);
   const seqs = Array.from({ length: users }, (_, i) => i + 1);
-  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `user${String(seq).padStart(4, '0')}`.padEnd(keyLength, '.'), external: false, needsInvite: false })));
+  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `\n\n${emailOf(seq, keyLength)}`, external: false, needsInvite: false })));
   for (const field of ['lastname', 'firstname', 'email'] as const) builder.addOrder(field, seqs);
   return builder.parts()!;
 }
@@ -30,13 +33,15 @@ function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
       if (job.kind === 'room') return job.version === org.version ? { kind: 'members', seqs: Float64Array.from(org.members ?? []) } : { kind: 'stale' };
+      if (job.kind === 'changes') return org.changes === undefined ? { kind: 'many changes' } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
       if (org.users < job.minUsers || org.users > job.maxUsers) return { kind: 'skipped', version: org.version, users: org.users };
       return { kind: 'index', parts: parts(org.version, org.users, org.keyLength) };
     })();
     return { result, cancel: async () => void (cancelled = true) };
   };
   const sizeOf = async (orgId: string) => directory.get(orgId);
-  return { load, jobs, sizeOf };
+  const versionsOf = async (orgIds: readonly string[]) => new Map(orgIds.flatMap((orgId) => (directory.has(orgId) ? [[orgId, directory.get(orgId)!.version]] : [])));
+  return { load, jobs, sizeOf, versionsOf };
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -50,22 +55,108 @@ describe('SearchIndexes', () => {
   it('answers only at the version loaded, and loads the new version when asked at it', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const { load, jobs, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf });
     assert.equal(indexes.index('acme', 1), undefined, 'not loaded yet: the database answers');
     await settled(indexes);
     assert.equal(indexes.index('acme', 1)?.users, 10);
     directory.set('acme', { version: 2, users: 12 });
     assert.equal(indexes.index('acme', 2), undefined, 'an index of another version is never used');
-    assert.equal(indexes.index('acme', 1), undefined, 'the old one is dropped once a newer version is asked for');
+    assert.equal(indexes.index('acme', 1)?.users, 10, 'the old one still answers a lookup that read the old version, until the new one is loaded');
     await settled(indexes);
     assert.equal(indexes.index('acme', 2)?.users, 12);
-    assert.equal(jobs.length, 2);
+    assert.equal(indexes.index('acme', 1), undefined, 'and is gone once it is');
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'organization'], 'what changed was asked first (too much here), then the whole index');
+  });
+
+  it('applies what changed to the index it holds, keeping the members of rooms not replaced', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
+    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const logged: string[] = [];
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: (_d, message) => logged.push(message), warn: () => undefined }, { sizeOf });
+    indexes.index('acme', 1);
+    await settled(indexes);
+    for (const room of ['board', 'staff']) indexes.members('acme', indexes.index('acme', 1)!, room);
+    await settled(indexes);
+    // Version 2: user 3 became external, users 11 and 12 were added; the staff room's members were replaced.
+    const changed = (seq: number, external = false): ChangedUser => ({
+      seq,
+      id: `u${seq}`,
+      searchKey: `\n\n${emailOf(seq)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+      external,
+      needsInvite: false,
+    });
+    directory.set('acme', { version: 2, users: 12, members: [2, 4, 12], changes: { changed: [changed(3, true), changed(11), changed(12)], rooms: ['staff'] } });
+    assert.equal(indexes.index('acme', 2), undefined);
+    await settled(indexes);
+    const index = indexes.index('acme', 2)!;
+    assert.equal(index.users, 12);
+    const all = index.search({ terms: ['user'], includeExternal: false, filter: {}, sortBy: 'email', direction: 'DESC', offset: 0, size: 3 });
+    assert.deepEqual(all, { total: 11, seqs: [12, 11, 10] }, 'the external user is left out, the new ones sort last');
+    const board = indexes.members('acme', index, 'board');
+    assert.deepEqual([...Array(12).keys()].filter((user) => board?.has(user)), [1, 3], 'the board room kept its members');
+    assert.equal(indexes.members('acme', index, 'staff'), undefined, 'the staff room is read again');
+    await settled(indexes);
+    assert.ok(indexes.members('acme', index, 'staff')?.has(11));
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'room', 'changes', 'room']);
+    assert.ok(logged.includes('search index: updated with what changed'));
+  });
+
+  it('reads an index whole again in the background once many changes are laid over it, answering meanwhile', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 3_000, members: [5] }]]);
+    const { load, jobs, sizeOf } = fakeLoader(directory);
+    // The fourth load (the whole read) waits until released.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const gated = (job: LoadJob): RunningLoad => {
+      const running = load(job);
+      return jobs.length === 4 ? { ...running, result: released.then(() => running.result) } : running;
+    };
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 4 << 20, minUsers: 0 }, gated, quiet, { sizeOf });
+    indexes.index('acme', 1);
+    await settled(indexes);
+    indexes.members('acme', indexes.index('acme', 1)!, 'board');
+    await settled(indexes);
+    const added = Array.from({ length: 2_001 }, (_, k): ChangedUser => {
+      const seq = 3_001 + k;
+      return { seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false };
+    });
+    directory.set('acme', { version: 2, users: 5_001, members: [5], changes: { changed: added, rooms: [] } });
+    indexes.index('acme', 2);
+    while (jobs.length < 4) await new Promise((resolve) => setImmediate(resolve));
+    const laidOver = indexes.index('acme', 2);
+    assert.equal(laidOver?.changesLaidOver, 2_001, 'the changes are laid over the index, which answers while it is read whole');
+    release();
+    await settled(indexes);
+    const whole = indexes.index('acme', 2)!;
+    assert.equal(whole.changesLaidOver, 0);
+    assert.equal(whole.users, 5_001);
+    assert.ok(indexes.members('acme', whole, 'board')?.has(4), 'the room members, at the same version, stay');
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'changes', 'organization']);
+  });
+
+  it('watches the versions of the organizations held, and applies a change before any lookup asks for it', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }], ['other', { version: 1, users: 10 }]]);
+    const { load, jobs, sizeOf, versionsOf } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf, versionsOf });
+    indexes.index('acme', 1);
+    await settled(indexes);
+    indexes.watch(5);
+    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false };
+    directory.set('acme', { version: 2, users: 11, changes: { changed: [added], rooms: [] } });
+    directory.set('other', { version: 2, users: 10 });
+    while (jobs.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await settled(indexes);
+    assert.deepEqual(jobs.map((job) => [job.kind, job.orgId]), [['organization', 'acme'], ['changes', 'acme']], 'only the organization held is looked at');
+    assert.equal(indexes.status().loading, 0);
+    assert.equal(indexes.index('acme', 2)?.users, 11, 'ready at the new version, which no lookup had asked for');
+    await indexes.close();
   });
 
   it('does not index an organization below the minimum or beyond the memory, until its version changes', async () => {
     const directory: Directory = new Map([['small', { version: 1, users: 3 }], ['huge', { version: 1, users: 100_000 }]]);
     const { load, jobs, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet, { sizeOf });
     for (const orgId of ['small', 'huge']) {
       assert.equal(indexes.index(orgId, 1), undefined);
       await settled(indexes);
@@ -84,7 +175,7 @@ describe('SearchIndexes', () => {
     const { load, sizeOf } = fakeLoader(directory);
     const bytes = parts(1, 100);
     const size = bytesOfParts(bytes);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet, { sizeOf });
     for (const orgId of ['a', 'b']) indexes.index(orgId, 1);
     await settled(indexes);
     assert.ok(indexes.index('a', 1) !== undefined, 'a is now used more recently than b');
@@ -101,7 +192,7 @@ describe('SearchIndexes', () => {
     const { load, jobs, sizeOf } = fakeLoader(directory);
     const one = parts(1, 100);
     const size = bytesOfParts(one);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: Math.round(1.5 * size), minUsers: 0 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: Math.round(1.5 * size), minUsers: 0 }, load, quiet, { sizeOf });
     indexes.index('a', 1);
     await settled(indexes);
     indexes.index('b', 1);
@@ -133,7 +224,7 @@ describe('SearchIndexes', () => {
     const one = parts(1, 100, 120);
     const size = bytesOfParts(one);
     // Room for the small one and for the big one by its user count (80 bytes a user), not for the big one's real size.
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 100 * 80, minUsers: 0 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 100 * 80, minUsers: 0 }, load, quiet, { sizeOf });
     assert.ok(size > 100 * 80, `the big index (${size} bytes) is larger than the memory`);
     indexes.index('small', 1);
     await settled(indexes);
@@ -146,7 +237,7 @@ describe('SearchIndexes', () => {
   it('keeps a newer index, and loads nothing, for a lookup that read an older version', async () => {
     const directory: Directory = new Map([['acme', { version: 2, users: 10 }]]);
     const { load, jobs, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf });
     indexes.index('acme', 2);
     await settled(indexes);
     assert.equal(indexes.index('acme', 1), undefined, 'the database answers at version 1');
@@ -158,7 +249,7 @@ describe('SearchIndexes', () => {
   it('loads a room\'s members when a filter needs them, at the index\'s version', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
     const { load, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf });
     indexes.index('acme', 1);
     await settled(indexes);
     const index = indexes.index('acme', 1)!;
@@ -172,7 +263,7 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const { load, jobs, sizeOf } = fakeLoader(directory, { fail: new Set(['acme']) });
     const warnings: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, { sizeOf });
     indexes.index('acme', 1);
     await settled(indexes);
     indexes.index('acme', 1);
@@ -185,7 +276,7 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const held = fakeLoader(directory, { gate: new Promise<void>(() => undefined) });
     const warnings: unknown[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) }, held.sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) }, { sizeOf: held.sizeOf });
     indexes.index('acme', 1);
     await settled(indexes);
     assert.deepEqual(warnings, ['the load took longer than 20 ms and was stopped'], 'the stuck load was stopped');
@@ -197,13 +288,13 @@ describe('SearchIndexes', () => {
   it('is off with no memory, and close() cancels the load running', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const off = fakeLoader(directory);
-    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet, off.sizeOf);
+    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet, { sizeOf: off.sizeOf });
     assert.equal(none.index('acme', 1), undefined);
     assert.equal(off.jobs.length, 0);
 
     let open!: () => void;
     const held = fakeLoader(directory, { gate: new Promise<void>((resolve) => (open = resolve)) });
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet, held.sizeOf);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet, { sizeOf: held.sizeOf });
     indexes.index('acme', 1);
     indexes.index('other', 1);
     await new Promise((resolve) => setTimeout(resolve, 5));

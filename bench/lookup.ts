@@ -78,11 +78,7 @@ async function searchIndexesLoaded(port: number, child: ChildProcess): Promise<b
 
 log(`generating ${users} users…`);
 const file = path.join(dataDir, 'directory.json');
-writeFileSync(
-  file,
-  JSON.stringify({
-    organizations: [
-      sampleOrganization({
+const organization = sampleOrganization({
         orgId: 'bench',
         users,
         externalShare: 0.05,
@@ -93,11 +89,27 @@ writeFileSync(
         ],
         externalSignatories: true,
         seed: 7,
-      }),
+      }) as { users: { id: string; lastname: string | null }[] };
+writeFileSync(file, JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }));
+/** A later import of the same organization: 1,000 users renamed and 1,000 new (rooms and the rest as they are). */
+const CHANGED = Math.min(1_000, Math.floor(users / 10));
+const changeFile = path.join(dataDir, 'change.json');
+writeFileSync(
+  changeFile,
+  JSON.stringify({
+    organizations: [
+      {
+        id: 'bench',
+        name: 'bench (sample)',
+        users: [
+          ...organization.users.slice(0, CHANGED).map((user) => ({ ...user, lastname: `${user.lastname ?? ''}-Quist` })),
+          ...organization.users.slice(CHANGED, 2 * CHANGED).map((user, k) => ({ ...user, id: `new${k}`, email: `new.${k}@bench.example` })),
+        ],
+      },
     ],
-    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
   }),
 );
+organization.users = [];
 let started = performance.now();
 await run(signroom, ['import', file]);
 const importSeconds = (performance.now() - started) / 1000;
@@ -226,6 +238,27 @@ try {
   console.log(`slowest first-seen: ${slowest.map((s) => `${s.url} ${s.ms.toFixed(1)} ms`).join('; ')}`);
   console.log(`deep pages of 20 (uncached, sorted by email): ${deepPages.map((d) => `page ${d.page}: ${d.ms.toFixed(1)} ms`).join(', ')}\n`);
   console.log(`rounds, in turns (the best of each server is in the table): ${roundLines.join('; ')}\n`);
+  // A change import while the server runs: how long lookups with terms wait for the index again.
+  started = performance.now();
+  await run(signroom, ['import', changeFile]);
+  const changeSeconds = (performance.now() - started) / 1000;
+  const imported = performance.now();
+  const afterChange: { at: number; ms: number }[] = [];
+  for (let k = 0; performance.now() - imported < 3000; k++) {
+    const url = `${base}/${k % 2 === 0 ? 'small' : 'large'}/signatories/lookup?size=20&searchQuery=${['mar', 'son', 'ber', 'lin', 'ann', 'ell', 'ert', 'ric', 'sch', 'ova'][k % 10]}&sortBy=${['lastname', 'firstname', 'email'][k % 3]}`;
+    const at = performance.now();
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    await response.text();
+    if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
+    afterChange.push({ at: (at - imported) / 1000, ms: performance.now() - at });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const slow = afterChange.filter((lookup) => lookup.ms > 100);
+  console.log(
+    `change import while serving (${CHANGED} users renamed, ${CHANGED} added): ${changeSeconds.toFixed(1)} s; ${afterChange.length} lookups with terms in the 3 s after it, ` +
+      `${slow.length} over 100 ms${slow.length > 0 ? ` (the last at +${slow.at(-1)!.at.toFixed(2)} s)` : ''}, slowest ${Math.max(...afterChange.map((l) => l.ms)).toFixed(1)} ms, ` +
+      `median ${[...afterChange].sort((a, b) => a.ms - b.ms)[Math.floor(afterChange.length / 2)]!.ms.toFixed(1)} ms\n`,
+  );
   console.log('| server and load | req/s | p50 ms | p90 ms | p99 ms | errors | throughput |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const line of rows) console.log(line);

@@ -136,7 +136,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   // In the background: until an organization's index is loaded, its lookups are answered by the database.
   app.addHook('onReady', async () => {
     searchIndexes.preload().catch((error: unknown) => app.log.warn({ err: error }, 'search index: could not list the organizations to load'));
-    searchIndexes.watch();
+    searchIndexes.watch(database.changes);
     removeOrphanedResults().then(
       (removed) => removed > 0 && app.log.info({ removed }, 'search index: removed result files left by servers that stopped mid-load'),
       (error: unknown) => app.log.warn({ err: error }, 'search index: could not remove result files left by stopped servers'),

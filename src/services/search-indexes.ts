@@ -2,7 +2,8 @@ import { bytesOfParts, SearchIndex, type RoomMembers, type SearchIndexParts } fr
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
-import type { LoadJob, LoadResult, RunningLoad } from './search-index-loader.ts';
+import { NO_CHANGE_SOURCE, type ChangeSource } from './change-scoped-cache.ts';
+import { readLoadJob, type LoadJob, type LoadResult, type RunningLoad } from './search-index-loader.ts';
 
 /** How much the in-memory search indexes may hold, and which organizations get one. */
 export interface SearchIndexPolicy {
@@ -38,8 +39,14 @@ const MAX_LAID_OVER = 10_000;
  * background, while the index with the changes laid over it goes on answering.
  */
 const READ_AGAIN_AFTER = 2_000;
-/** How often the versions of the organizations held are looked at, so a change is applied before a lookup asks for it. */
-const WATCH_MS = 500;
+/**
+ * How often the database's change token is looked at (a file read on SQLite, a counter of notices
+ * on PostgreSQL): when it moved, the versions of the organizations held are read, so an import's
+ * changes are applied a moment after it commits. Without a token, the versions are read every
+ * WATCH_WITHOUT_TOKEN_MS.
+ */
+const WATCH_MS = 50;
+const WATCH_WITHOUT_TOKEN_MS = 500;
 /** Organizations remembered as not indexed, or as failed: the oldest are forgotten beyond this (and may be looked at again). */
 const REMEMBERED = 10_000;
 
@@ -51,10 +58,15 @@ interface Ready {
 /** An organization's index (`whole`: read whole, even if an index is held), or a room's members. */
 type Job = { kind: 'organization'; orgId: string; whole?: boolean } | { kind: 'room'; orgId: string; roomId: string; version: number };
 
-/** What is read of the directory beside the loads: an organization's size, and organizations' versions. */
+/**
+ * What is read of the directory in the server's own process: an organization's size, organizations'
+ * versions, and the users changed since a version (a few thousand rows at most, read in one
+ * snapshot: a loading process would take longer to start than the read).
+ */
 export interface DirectoryReads {
   sizeOf(orgId: string): Promise<{ version: number; users: number } | undefined>;
   versionsOf(orgIds: readonly string[]): Promise<Map<string, number>>;
+  changesSince(job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult>;
 }
 
 /** Starts a load (in a process of its own: src/services/search-index-loader.ts). */
@@ -96,11 +108,13 @@ function jobKey(job: Job): string {
 
 /**
  * Keeps an in-memory SearchIndex per large organization, loaded in the
- * background and used only at exactly the directory version it was read at:
- * a lookup at another version is answered by the database, and asks for a
- * fresh load. Room members are loaded the same way, when a filter needs them.
- * Loads run one at a time, each in a process of its own; the least recently used
- * indexes are dropped to stay within the memory policy.
+ * background and used only at exactly the directory version it is at: a
+ * lookup at another version is answered by the database, and has the index
+ * brought up to that version, by laying what changed over it (or, for many
+ * changes, by reading it whole again). Room members are loaded the same way,
+ * when a filter needs them. Loads and updates run one at a time, whole reads
+ * each in a process of its own; the least recently used indexes are dropped
+ * to stay within the memory policy.
  */
 export class SearchIndexes {
   readonly #db: Kysely<Database>;
@@ -125,12 +139,17 @@ export class SearchIndexes {
   #closed = false;
 
   readonly #reads: DirectoryReads;
+  /** For each job queued or running, what resolves once it is done (see catchUp). */
+  readonly #done = new Map<string, { promise: Promise<void>; resolve: () => void }>();
   #watch: NodeJS.Timeout | undefined;
   #checking = false;
+  /** The change token when the versions were last read, and when. */
+  #checkedToken: number | undefined;
+  #checkedAt = 0;
 
   /**
-   * `db` lists the organizations to preload, and by default tells their sizes and versions
-   * (`reads`); `load` reads an index, what changed in it, or a room's members.
+   * `db` lists the organizations to preload, and by default makes the `reads` (sizes, versions,
+   * what changed); `load` reads an index whole, or a room's members, in a process of its own.
    */
   constructor(db: Kysely<Database>, policy: SearchIndexPolicy, load: Loader, log: SearchIndexLog, reads: Partial<DirectoryReads> = {}) {
     this.#db = db;
@@ -140,6 +159,7 @@ export class SearchIndexes {
     this.#reads = {
       sizeOf: reads.sizeOf ?? ((orgId) => findOrganizationSize(db, orgId)),
       versionsOf: reads.versionsOf ?? ((orgIds) => findDirectoryVersions(db, orgIds)),
+      changesSince: reads.changesSince ?? ((job) => readLoadJob(db, job)),
     };
   }
 
@@ -187,18 +207,45 @@ export class SearchIndexes {
   }
 
   /**
-   * From now on, looks every `intervalMs` at the versions of the organizations held, and brings
-   * those that moved up to date in the background, as a lookup at the new version would: an
-   * import's changes are then applied a moment after it commits, before most lookups ask.
+   * Waits, at most `withinMs`, for the organization's index held at an older version to be brought
+   * up to `version`, if that is under way: a lookup with terms is then answered from it a moment
+   * later, rather than by the database at length. At once when no index is held, or it is at the
+   * version already.
    */
-  watch(intervalMs = WATCH_MS): void {
+  async catchUp(orgId: string, version: number, withinMs: number): Promise<void> {
+    const ready = this.#ready.get(orgId);
+    if (ready === undefined || ready.index.version >= version) return;
+    this.index(orgId, version);
+    const done = this.#done.get(jobKey({ kind: 'organization', orgId }));
+    if (done === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, withinMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * From now on, looks at the database's change token every `intervalMs`; when it moved, reads
+   * the versions of the organizations held, and brings those that moved up to date in the
+   * background, as a lookup at the new version would: an import's changes are then applied a
+   * moment after it commits, before most lookups ask.
+   */
+  watch(changes: ChangeSource = NO_CHANGE_SOURCE, intervalMs = WATCH_MS): void {
     if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
-    this.#watch = setInterval(() => void this.#checkVersions(), intervalMs);
+    this.#watch = setInterval(() => {
+      if (this.#ready.size === 0) return;
+      const token = changes.token();
+      const now = performance.now();
+      if (token !== undefined && token === this.#checkedToken && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
+      if (token === undefined && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
+      this.#checkedToken = token;
+      this.#checkedAt = now;
+      void this.#checkVersions();
+    }, intervalMs);
     this.#watch.unref();
   }
 
   async #checkVersions(): Promise<void> {
-    if (this.#checking || this.#ready.size === 0) return;
+    if (this.#checking) return;
     this.#checking = true;
     try {
       for (const [orgId, version] of await this.#reads.versionsOf([...this.#ready.keys()])) {
@@ -219,6 +266,7 @@ export class SearchIndexes {
     this.#queue.length = 0;
     await this.#current?.cancel();
     await this.#running;
+    for (const done of this.#done.values()) done.resolve();
   }
 
   #enqueue(job: Job): void {
@@ -227,6 +275,9 @@ export class SearchIndexes {
     if (failedAt !== undefined && Date.now() - failedAt < RETRY_AFTER_MS) return;
     this.#failedAt.delete(job.orgId);
     this.#queued.add(jobKey(job));
+    let resolve!: () => void;
+    const promise = new Promise<void>((done) => (resolve = done));
+    this.#done.set(jobKey(job), { promise, resolve });
     this.#queue.push(job);
     this.#running ??= this.#work().finally(() => (this.#running = undefined));
   }
@@ -243,6 +294,8 @@ export class SearchIndexes {
         this.#log.warn({ err: error, organization: job.orgId }, 'search index: load failed; lookups use the database meanwhile');
       } finally {
         this.#queued.delete(jobKey(job));
+        this.#done.get(jobKey(job))?.resolve();
+        this.#done.delete(jobKey(job));
       }
     }
   }
@@ -321,7 +374,7 @@ export class SearchIndexes {
   async #update(orgId: string, held: Ready, started: number): Promise<boolean> {
     const maxChanges = MAX_LAID_OVER - held.index.changesLaidOver;
     if (maxChanges <= 0) return false;
-    const result = await this.#run({ kind: 'changes', orgId, since: held.index.version, maxChanges });
+    const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges });
     if (this.#closed) return true;
     if (result.kind !== 'changes' || this.#ready.get(orgId) !== held) return false;
     if (result.version === held.index.version) return true;

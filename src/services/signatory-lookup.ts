@@ -60,6 +60,12 @@ const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 const SCOPE_CACHE_ENTRIES = 10_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
 const SORT_MATCHES_UP_TO = 50_000;
+/**
+ * A lookup with terms waits at most this long for the organization's in-memory index to take in an
+ * import that just committed (laying a few thousand changes over it takes tens of milliseconds), as
+ * the database would take longer to answer it (hundreds of milliseconds at a million users).
+ */
+const INDEX_CATCH_UP_MS = 300;
 
 /**
  * The signatory lookup of a room. Counts and whole answers (JSON) are cached
@@ -98,8 +104,11 @@ export class SignatoryLookup {
     // A repeated lookup is answered from the caches after one query for the
     // current directory version; what is cached under a version is consistent.
     const scope = await this.#scope(this.#db, orgId, roomId, { cachedAsOf: asOf });
-    const cached = this.#pages.get(lookupKeys(scope, request, pageRequest, sort).page);
+    const scopeKeys = lookupKeys(scope, request, pageRequest, sort);
+    const cached = this.#pages.get(scopeKeys.page);
     if (cached !== undefined) return cached;
+    // Just after an import, the organization's in-memory index may be a moment from its version.
+    if (scopeKeys.criteria.terms.length > 0) await this.#indexes?.catchUp(orgId, scope.directoryVersion, INDEX_CATCH_UP_MS);
     // Otherwise one snapshot for the whole answer: an import committing meanwhile
     // (from another process) is seen entirely or not at all, by the total, the
     // page and the cache keys, which carry the directory version read in it.

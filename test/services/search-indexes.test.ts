@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/tables.ts';
 import { bytesOfParts, SearchIndexBuilder, type ChangedUser } from '../../src/domain/search-index.ts';
 import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search-index-loader.ts';
-import { SearchIndexes } from '../../src/services/search-indexes.ts';
+import { SearchIndexes, type DirectoryReads } from '../../src/services/search-indexes.ts';
 
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
 type Directory = Map<string, { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[] } }>;
@@ -32,16 +32,24 @@ function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?
       if (options.fail?.has(job.orgId) === true) throw new Error('database unreachable');
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
+      if (job.kind === 'changes') throw new Error('what changed is read in the server itself');
       if (job.kind === 'room') return job.version === org.version ? { kind: 'members', seqs: Float64Array.from(org.members ?? []) } : { kind: 'stale' };
-      if (job.kind === 'changes') return org.changes === undefined ? { kind: 'many changes' } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
       if (org.users < job.minUsers || org.users > job.maxUsers) return { kind: 'skipped', version: org.version, users: org.users };
       return { kind: 'index', parts: parts(org.version, org.users, org.keyLength) };
     })();
     return { result, cancel: async () => void (cancelled = true) };
   };
-  const sizeOf = async (orgId: string) => directory.get(orgId);
-  const versionsOf = async (orgIds: readonly string[]) => new Map(orgIds.flatMap((orgId) => (directory.has(orgId) ? [[orgId, directory.get(orgId)!.version]] : [])));
-  return { load, jobs, sizeOf, versionsOf };
+  const reads: DirectoryReads = {
+    sizeOf: async (orgId) => directory.get(orgId),
+    versionsOf: async (orgIds) => new Map(orgIds.flatMap((orgId) => (directory.has(orgId) ? [[orgId, directory.get(orgId)!.version]] : []))),
+    changesSince: async (job) => {
+      jobs.push(job);
+      const org = directory.get(job.orgId);
+      if (org === undefined) return { kind: 'stale' };
+      return org.changes === undefined ? { kind: 'many changes' } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
+    },
+  };
+  return { load, jobs, reads };
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -54,8 +62,8 @@ async function settled(indexes: SearchIndexes): Promise<void> {
 describe('SearchIndexes', () => {
   it('answers only at the version loaded, and loads the new version when asked at it', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
-    const { load, jobs, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf });
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     assert.equal(indexes.index('acme', 1), undefined, 'not loaded yet: the database answers');
     await settled(indexes);
     assert.equal(indexes.index('acme', 1)?.users, 10);
@@ -70,9 +78,9 @@ describe('SearchIndexes', () => {
 
   it('applies what changed to the index it holds, keeping the members of rooms not replaced', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
-    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const { load, jobs, reads } = fakeLoader(directory);
     const logged: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: (_d, message) => logged.push(message), warn: () => undefined }, { sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: (_d, message) => logged.push(message), warn: () => undefined }, reads);
     indexes.index('acme', 1);
     await settled(indexes);
     for (const room of ['board', 'staff']) indexes.members('acme', indexes.index('acme', 1)!, room);
@@ -104,7 +112,7 @@ describe('SearchIndexes', () => {
 
   it('reads an index whole again in the background once many changes are laid over it, answering meanwhile', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 3_000, members: [5] }]]);
-    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const { load, jobs, reads } = fakeLoader(directory);
     // The fourth load (the whole read) waits until released.
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -112,7 +120,7 @@ describe('SearchIndexes', () => {
       const running = load(job);
       return jobs.length === 4 ? { ...running, result: released.then(() => running.result) } : running;
     };
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 4 << 20, minUsers: 0 }, gated, quiet, { sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 4 << 20, minUsers: 0 }, gated, quiet, reads);
     indexes.index('acme', 1);
     await settled(indexes);
     indexes.members('acme', indexes.index('acme', 1)!, 'board');
@@ -135,16 +143,41 @@ describe('SearchIndexes', () => {
     assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'changes', 'organization']);
   });
 
-  it('watches the versions of the organizations held, and applies a change before any lookup asks for it', async () => {
-    const directory: Directory = new Map([['acme', { version: 1, users: 10 }], ['other', { version: 1, users: 10 }]]);
-    const { load, jobs, sizeOf, versionsOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf, versionsOf });
+  it('lets a lookup wait, briefly, for the index to take in what changed', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, reads } = fakeLoader(directory);
+    let stuck = false;
+    const changesSince: DirectoryReads['changesSince'] = (job) => (stuck ? new Promise<never>(() => undefined) : reads.changesSince(job));
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { ...reads, changesSince });
+    await indexes.catchUp('acme', 1, 60_000);
+    assert.equal(indexes.status().loading, 0, 'nothing held: no wait, nothing queued');
     indexes.index('acme', 1);
     await settled(indexes);
-    indexes.watch(5);
+    const added = (seq: number): ChangedUser => ({ seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false });
+    directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
+    await indexes.catchUp('acme', 2, 60_000);
+    assert.equal(indexes.index('acme', 2)?.users, 11, 'at the new version once the wait is over');
+    await indexes.catchUp('acme', 2, 60_000);
+    stuck = true;
+    directory.set('acme', { version: 3, users: 12, changes: { changed: [added(11), added(12)], rooms: [] } });
+    const started = performance.now();
+    await indexes.catchUp('acme', 3, 30);
+    assert.ok(performance.now() - started < 1_000, 'a wait ends at its limit');
+    assert.equal(indexes.index('acme', 3), undefined);
+  });
+
+  it('watches the versions of the organizations held, and applies a change before any lookup asks for it', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }], ['other', { version: 1, users: 10 }]]);
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    let token = 1;
+    indexes.watch({ token: () => token, catchUp: () => undefined }, 5);
     const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false };
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added], rooms: [] } });
     directory.set('other', { version: 2, users: 10 });
+    token += 1;
     while (jobs.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
     await settled(indexes);
     assert.deepEqual(jobs.map((job) => [job.kind, job.orgId]), [['organization', 'acme'], ['changes', 'acme']], 'only the organization held is looked at');
@@ -155,8 +188,8 @@ describe('SearchIndexes', () => {
 
   it('does not index an organization below the minimum or beyond the memory, until its version changes', async () => {
     const directory: Directory = new Map([['small', { version: 1, users: 3 }], ['huge', { version: 1, users: 100_000 }]]);
-    const { load, jobs, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet, { sizeOf });
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet, reads);
     for (const orgId of ['small', 'huge']) {
       assert.equal(indexes.index(orgId, 1), undefined);
       await settled(indexes);
@@ -172,10 +205,10 @@ describe('SearchIndexes', () => {
   it('drops the least recently used indexes to stay within its memory', async () => {
     // 100 users: about 7 KB each; room for two.
     const directory: Directory = new Map(['a', 'b', 'c'].map((orgId) => [orgId, { version: 1, users: 100 }]));
-    const { load, sizeOf } = fakeLoader(directory);
+    const { load, reads } = fakeLoader(directory);
     const bytes = parts(1, 100);
     const size = bytesOfParts(bytes);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet, { sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 2 * size + 100, minUsers: 0 }, load, quiet, reads);
     for (const orgId of ['a', 'b']) indexes.index(orgId, 1);
     await settled(indexes);
     assert.ok(indexes.index('a', 1) !== undefined, 'a is now used more recently than b');
@@ -189,10 +222,10 @@ describe('SearchIndexes', () => {
 
   it('does not load a dropped index again until its version changes, so two that do not fit together do not push each other out', async () => {
     const directory: Directory = new Map(['a', 'b'].map((orgId) => [orgId, { version: 1, users: 100 }]));
-    const { load, jobs, sizeOf } = fakeLoader(directory);
+    const { load, jobs, reads } = fakeLoader(directory);
     const one = parts(1, 100);
     const size = bytesOfParts(one);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: Math.round(1.5 * size), minUsers: 0 }, load, quiet, { sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: Math.round(1.5 * size), minUsers: 0 }, load, quiet, reads);
     indexes.index('a', 1);
     await settled(indexes);
     indexes.index('b', 1);
@@ -220,11 +253,11 @@ describe('SearchIndexes', () => {
   it('drops nothing when dropping all it may would still not make room', async () => {
     // The big one's keys are longer than the 80 bytes a user the memory check before loading assumes.
     const directory: Directory = new Map([['small', { version: 1, users: 20 }], ['big', { version: 1, users: 100, keyLength: 120 }]]);
-    const { load, sizeOf } = fakeLoader(directory);
+    const { load, reads } = fakeLoader(directory);
     const one = parts(1, 100, 120);
     const size = bytesOfParts(one);
     // Room for the small one and for the big one by its user count (80 bytes a user), not for the big one's real size.
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 100 * 80, minUsers: 0 }, load, quiet, { sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 100 * 80, minUsers: 0 }, load, quiet, reads);
     assert.ok(size > 100 * 80, `the big index (${size} bytes) is larger than the memory`);
     indexes.index('small', 1);
     await settled(indexes);
@@ -236,8 +269,8 @@ describe('SearchIndexes', () => {
 
   it('keeps a newer index, and loads nothing, for a lookup that read an older version', async () => {
     const directory: Directory = new Map([['acme', { version: 2, users: 10 }]]);
-    const { load, jobs, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf });
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     indexes.index('acme', 2);
     await settled(indexes);
     assert.equal(indexes.index('acme', 1), undefined, 'the database answers at version 1');
@@ -248,8 +281,8 @@ describe('SearchIndexes', () => {
 
   it('loads a room\'s members when a filter needs them, at the index\'s version', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
-    const { load, sizeOf } = fakeLoader(directory);
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { sizeOf });
+    const { load, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     indexes.index('acme', 1);
     await settled(indexes);
     const index = indexes.index('acme', 1)!;
@@ -261,9 +294,9 @@ describe('SearchIndexes', () => {
 
   it('after a failed load, waits before trying the organization again', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
-    const { load, jobs, sizeOf } = fakeLoader(directory, { fail: new Set(['acme']) });
+    const { load, jobs, reads } = fakeLoader(directory, { fail: new Set(['acme']) });
     const warnings: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, { sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, reads);
     indexes.index('acme', 1);
     await settled(indexes);
     indexes.index('acme', 1);
@@ -276,7 +309,7 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const held = fakeLoader(directory, { gate: new Promise<void>(() => undefined) });
     const warnings: unknown[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) }, { sizeOf: held.sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) }, held.reads);
     indexes.index('acme', 1);
     await settled(indexes);
     assert.deepEqual(warnings, ['the load took longer than 20 ms and was stopped'], 'the stuck load was stopped');
@@ -288,13 +321,13 @@ describe('SearchIndexes', () => {
   it('is off with no memory, and close() cancels the load running', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const off = fakeLoader(directory);
-    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet, { sizeOf: off.sizeOf });
+    const none = new SearchIndexes(noDatabase, { memoryBytes: 0, minUsers: 0 }, off.load, quiet, off.reads);
     assert.equal(none.index('acme', 1), undefined);
     assert.equal(off.jobs.length, 0);
 
     let open!: () => void;
     const held = fakeLoader(directory, { gate: new Promise<void>((resolve) => (open = resolve)) });
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet, { sizeOf: held.sizeOf });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, held.load, quiet, held.reads);
     indexes.index('acme', 1);
     indexes.index('other', 1);
     await new Promise((resolve) => setTimeout(resolve, 5));

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
 // Frozen in time: never import application code here (the dialect name is a plain type).
@@ -7,14 +7,15 @@ import type { DialectName } from '../dialect.ts';
  * Which directory version last changed what the in-memory search index holds
  * of a user (its folded keys, external, needs an invitation), and of a room's
  * member list: a server holding an index of version N reads only what changed
- * since (`changed_in > N`, along the new index) and updates the index in place,
+ * since (`changed_in > N`, along the new partial index) and updates the index in place,
  * instead of reading a million users again. 0 for rows written before, and by
  * a directory's first load (no index can hold those users: the server checks
  * the count).
  */
 export async function up(db: Kysely<any>, _dialect: DialectName): Promise<void> {
   await db.schema.alterTable('users').addColumn('changed_in', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.createIndex('users_changed_in').on('users').columns(['org_id', 'changed_in']).execute();
+  // Partial: a directory's first load marks nothing (0), so its million users cost the index nothing.
+  await db.schema.createIndex('users_changed_in').on('users').columns(['org_id', 'changed_in']).where(sql.ref('changed_in'), '>', 0).execute();
   await db.schema.alterTable('rooms').addColumn('members_changed_in', 'integer', (c) => c.notNull().defaultTo(0)).execute();
 }
 

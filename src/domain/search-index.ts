@@ -13,8 +13,12 @@ import { filterNeedsMembers, matchesFilter, sortKeyOrder, SORT_FIELDS, type Sign
 /** Ends every search key in the buffer: no stored key contains U+0000, so no term can match across two users. */
 const END_OF_KEY = 0;
 
-/** Beyond one candidate in this many users, a further term is scanned for, not checked user by user. */
-const DENSE = 16;
+/**
+ * Beyond one candidate in this many users, a further term is scanned for, not checked user by user.
+ * Measured at a million users, medians of 7: "ann sch" (8% candidates after "ann") 63 ms with 16,
+ * 54 with 4 or 2; "mül ann" 61 -> 46 ms; a term in every key followed by another, the same.
+ */
+const DENSE = 4;
 
 /** Bits of a user's kind. */
 const EXTERNAL = 1;

@@ -413,6 +413,20 @@ export class SearchIndex {
   }
 }
 
+/**
+ * Runs the index's search paths once, each over every user, with terms only the separator between
+ * a key's fields matches (no search term holds it: terms are split on white space): the first
+ * lookup with terms after a start then finds the code compiled. Measured at a million users: the
+ * first lookup with terms took 94 ms, the next ones 35–55 ms.
+ */
+export function warmUp(index: SearchIndex): void {
+  const search = { includeExternal: true, filter: {}, sortBy: 'lastname', offset: 0, size: 20 } as const;
+  // Every user, then a further term over many (a second pass), then over none (user by user).
+  index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR], direction: 'ASC' });
+  index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR, SEARCH_KEY_SEPARATOR], direction: 'DESC' });
+  index.search({ ...search, terms: [`${SEARCH_KEY_SEPARATOR}\u0001`, SEARCH_KEY_SEPARATOR], direction: 'ASC' });
+}
+
 /** Calls `found` with the number of every key in `keys` (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */
 function scanKeys(keys: string, starts: Int32Array, term: string, found: (key: number) => void): void {
   let key = 0;

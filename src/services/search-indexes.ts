@@ -1,4 +1,4 @@
-import { bytesOfParts, SearchIndex, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
+import { bytesOfParts, SearchIndex, warmUp, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
@@ -146,6 +146,7 @@ export class SearchIndexes {
   /** The change token when the versions were last read, and when. */
   #checkedToken: number | undefined;
   #checkedAt = 0;
+  #warm = false;
 
   /**
    * `db` lists the organizations to preload, and by default makes the `reads` (sizes, versions,
@@ -401,10 +402,12 @@ export class SearchIndexes {
     return true;
   }
 
-  /** Builds the index from its parts and holds it, with the rooms' members known. */
+  /** Builds the index from its parts and holds it, with the rooms' members known; the first one held warms the search code up. */
   #keep(orgId: string, parts: SearchIndexParts, rooms: Map<string, RoomMembers>): SearchIndex {
     const index = new SearchIndex(parts);
     releaseKeys(parts.keys);
+    if (!this.#warm) warmUp(index);
+    this.#warm = true;
     this.#dropped.delete(orgId);
     this.#ready.set(orgId, { index, rooms });
     return index;

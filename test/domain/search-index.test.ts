@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SearchIndex, SearchIndexBuilder, type ChangedUser, type IndexedUser } from '../../src/domain/search-index.ts';
+import { SearchIndex, SearchIndexBuilder, warmUp, type ChangedUser, type IndexedUser } from '../../src/domain/search-index.ts';
 import { matchesFilter, sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../../src/domain/signatory-rules.ts';
 
 interface User extends IndexedUser {
@@ -110,6 +110,14 @@ describe('SearchIndex', () => {
   it('refuses a filter on room membership without the members', () => {
     const index = build([]);
     assert.throws(() => index.search({ terms: ['a'], includeExternal: true, filter: { roomMember: true }, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }));
+  });
+
+  it('warms its search paths up without a term any user could type, on any index', () => {
+    for (const users of [[], [{ seq: 1, searchKey: 'ann\nsch\nann@x', external: false, needsInvite: false, member: false, rank: { lastname: 0, firstname: 0, email: 0 } }]]) {
+      const index = build(users);
+      warmUp(index);
+      assert.equal(index.search({ terms: ['ann'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }).total, users.length);
+    }
   });
 
   it('an index of no users answers nothing', () => {

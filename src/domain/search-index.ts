@@ -58,8 +58,9 @@ export class RoomMembers {
     return this.#bits.byteLength;
   }
 
-  /** The same members among `users` users: users added since are at the end, and none of them is a member. */
+  /** The same members among `users` users: users added since are at the end, and none of them is a member (shared when the bits already reach). */
   extendedTo(users: number): RoomMembers {
+    if (Math.ceil(users / 8) <= this.#bits.byteLength) return this;
     const bits = new Uint8Array(Math.ceil(users / 8));
     bits.set(this.#bits.subarray(0, bits.byteLength));
     return new RoomMembers(bits);
@@ -245,7 +246,8 @@ export class SearchIndex {
       if (placed === undefined) return undefined;
       inserts[field] = placed;
     }
-    const overlayBytes = starts[changes.length]! + starts.byteLength + numbers.byteLength + replaced.byteLength + kinds.byteLength + 8 * addedSeqs.length + 3 * 8 * changes.length;
+    // The changes themselves (objects of five short strings) and the map of users, about 200 bytes each.
+    const overlayBytes = starts[changes.length]! + starts.byteLength + numbers.byteLength + replaced.byteLength + kinds.byteLength + 8 * addedSeqs.length + 3 * 8 * changes.length + 200 * changes.length;
     return new SearchIndex(base, version, {
       changes,
       users: numbers,

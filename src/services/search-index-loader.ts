@@ -22,8 +22,10 @@ import {
 } from '../repositories/search-index-repository.ts';
 
 /**
- * What a loader reads: an organization's index (unless it is too small or too large), what changed
- * in it since a version (unless more than `maxChanges` users did), or a room's members at a version.
+ * What is read for the in-memory search indexes: an organization's index (unless it is too small or
+ * too large) or a room's members at a version, each in a loading process of its own; or what
+ * changed in an organization since a version (unless more than `maxChanges` users did), a few rows
+ * the server reads itself.
  */
 export type LoadJob =
   | { kind: 'organization'; orgId: string; minUsers: number; maxUsers: number }

@@ -134,7 +134,9 @@ export class SearchIndexes {
   readonly #failedAt = new Map<string, number>();
   readonly #queue: Job[] = [];
   readonly #queued = new Set<string>();
+  /** The worker taking jobs from the queue, and the job it runs now. */
   #running: Promise<void> | undefined;
+  #working: Job | 'idle' | undefined;
   #current: RunningLoad | undefined;
   #closed = false;
 
@@ -217,8 +219,10 @@ export class SearchIndexes {
     const ready = this.#ready.get(orgId);
     if (ready === undefined || ready.index.version >= version) return;
     this.index(orgId, version);
-    const done = this.#done.get(jobKey({ kind: 'organization', orgId }));
-    if (done === undefined) return;
+    // Only for the update itself, running now: not behind other loads, or a whole read of seconds.
+    const key = jobKey({ kind: 'organization', orgId });
+    const done = this.#done.get(key);
+    if (done === undefined || this.#working === undefined || this.#working === 'idle' || jobKey(this.#working) !== key) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, withinMs)))]);
     clearTimeout(timer);
@@ -233,7 +237,7 @@ export class SearchIndexes {
   watch(changes: ChangeSource = NO_CHANGE_SOURCE, intervalMs = WATCH_MS): void {
     if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
     this.#watch = setInterval(() => {
-      if (this.#ready.size === 0) return;
+      if (this.#ready.size === 0 || this.#checking) return;
       const token = changes.token();
       const now = performance.now();
       if (token !== undefined && token === this.#checkedToken && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
@@ -280,11 +284,21 @@ export class SearchIndexes {
     const promise = new Promise<void>((done) => (resolve = done));
     this.#done.set(jobKey(job), { promise, resolve });
     this.#queue.push(job);
-    this.#running ??= this.#work().finally(() => (this.#running = undefined));
+    if (this.#working === undefined) {
+      this.#working = 'idle';
+      this.#running = this.#work();
+    }
   }
 
+  /** Runs the queued jobs one after the other; it ends, in the same step as it finds the queue empty, so a job queued then starts another. */
   async #work(): Promise<void> {
-    for (let job = this.#queue.shift(); job !== undefined && !this.#closed; job = this.#queue.shift()) {
+    for (;;) {
+      const job = this.#queue.shift();
+      if (job === undefined || this.#closed) {
+        this.#working = undefined;
+        return;
+      }
+      this.#working = job;
       const started = performance.now();
       try {
         if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, job.whole === true);

@@ -7,7 +7,7 @@ import type { DialectName } from '../dialect.ts';
  * Which directory version last changed what the in-memory search index holds
  * of a user (its folded keys, external, needs an invitation), and of a room's
  * member list: a server holding an index of version N reads only what changed
- * since (`changed_in > N`, along the new partial index) and updates the index in place,
+ * since (`changed_in > N`, along the new partial index) and lays them over the index,
  * instead of reading a million users again. 0 for rows written before, and by
  * a directory's first load (no index can hold those users: the server checks
  * the count).

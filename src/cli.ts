@@ -7,7 +7,7 @@ import { ProblemError } from './errors.ts';
 import { DocumentService } from './services/documents.ts';
 import { loadConfig, ConfigError, type Config, type SqliteMemory } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
-import { DatabaseUnavailableError } from './db/database-errors.ts';
+import { DatabaseUnavailableError, SchemaNewerError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
 import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
 import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from './services/directory-file-reader.ts';
@@ -240,7 +240,7 @@ main(process.argv.slice(2)).then(
     if (error instanceof UsageError) {
       console.error(`signroom: ${error.message}\n\n${USAGE}`);
       process.exitCode = 2;
-    } else if (error instanceof ListenError || error instanceof DatabaseUnavailableError) {
+    } else if (error instanceof ListenError || error instanceof DatabaseUnavailableError || error instanceof SchemaNewerError) {
       console.error(`signroom: ${error.message}`);
       process.exitCode = 1;
     } else if (error instanceof ConfigError) {

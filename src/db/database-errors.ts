@@ -39,6 +39,17 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
+/** The database was migrated by a later signroom: this one does not know all its migrations, and must not write to it. */
+export class SchemaNewerError extends Error {
+  constructor(description: string, migration: string) {
+    super(
+      `the database ${description} has a newer schema than this signroom knows (migration "${migration}"): ` +
+        'run the signroom version that migrated it, or a later one',
+    );
+    this.name = 'SchemaNewerError';
+  }
+}
+
 /** One line on why a connection or migration failed. */
 export function explainDatabaseError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);

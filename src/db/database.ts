@@ -8,7 +8,7 @@ import type { Config, SqliteMemory } from '../config.ts';
 import type { DialectName } from './dialect.ts';
 import { PostgresChangeListener } from './change-listener.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
-import { DatabaseUnavailableError, isDatabaseUnreachable } from './database-errors.ts';
+import { DatabaseUnavailableError, isDatabaseUnreachable, SchemaNewerError } from './database-errors.ts';
 import { NodeSqliteDatabase } from './sqlite-driver.ts';
 import { SqliteCommitCounter } from './sqlite-commits.ts';
 import { migrationsFor } from './migrations/index.ts';
@@ -152,6 +152,8 @@ export async function openMigratedDatabase(config: Config): Promise<{ database: 
     return { database, applied };
   } catch (error) {
     await database.close();
+    const unknown = /previously executed migration (\S+) is missing/.exec(error instanceof Error ? error.message : '')?.[1];
+    if (unknown !== undefined) throw new SchemaNewerError(database.description, unknown);
     throw database.dialect === 'postgres' || isDatabaseUnreachable(error) ? new DatabaseUnavailableError(database.description, error) : error;
   }
 }

@@ -265,3 +265,24 @@ describe('bin/signroom import', () => {
     assert.match(notAFile.stderr, /cannot read .*: not a regular file \(the import reads it twice/);
   });
 });
+
+describe('bin/signroom against a database migrated by a later version', () => {
+  it('refuses to import or serve, naming the unknown migration, and writes nothing', async () => {
+    const workspace = await cliWorkspace();
+    try {
+      assert.equal((await runCli(['migrate'], workspace.env)).code, 0);
+      await workspace.sql(sql`INSERT INTO kysely_migration (name, timestamp) VALUES ('2099-01-01T0000-from-a-later-version', '2099-01-01T00:00:00.000Z')`);
+      const file = path.join(workspace.dataDir, 'directory.json');
+      writeFileSync(file, JSON.stringify(DIRECTORY));
+      for (const args of [['import', file], ['serve']]) {
+        const result = await runCli(args, { ...workspace.env, PORT: '0' });
+        assert.equal(result.code, 1, args[0]);
+        assert.match(result.stderr, /newer schema than this signroom knows \(migration "2099-01-01T0000-from-a-later-version"\)/);
+        assert.doesNotMatch(result.stderr, /\n\s+at /, 'a message, not a stack trace');
+      }
+      assert.deepEqual(await workspace.sql(sql`SELECT id FROM organizations`), []);
+    } finally {
+      await workspace.close();
+    }
+  });
+});

@@ -85,8 +85,13 @@ function releaseKeys(keys: Uint8Array): void {
 
 /** Bytes an index and its rooms' members take. */
 function bytesHeld(ready: Ready): number {
-  let bytes = ready.index.bytes;
-  for (const members of ready.rooms.values()) bytes += members.bytes;
+  return ready.index.bytes + bytesOfRooms(ready.rooms);
+}
+
+/** Bytes the members of these rooms take. */
+function bytesOfRooms(rooms: ReadonlyMap<string, RoomMembers>): number {
+  let bytes = 0;
+  for (const members of rooms.values()) bytes += members.bytes;
   return bytes;
 }
 
@@ -136,7 +141,7 @@ export class SearchIndexes {
   readonly #queued = new Set<string>();
   /** The worker taking jobs from the queue, and the job it runs now. */
   #running: Promise<void> | undefined;
-  #working: Job | 'idle' | undefined;
+  #working: Job | undefined;
   #current: RunningLoad | undefined;
   #closed = false;
 
@@ -222,7 +227,7 @@ export class SearchIndexes {
     // Only for the update itself, running now: not behind other loads, or a whole read of seconds.
     const key = jobKey({ kind: 'organization', orgId });
     const done = this.#done.get(key);
-    if (done === undefined || this.#working === undefined || this.#working === 'idle' || jobKey(this.#working) !== key) return;
+    if (done === undefined || this.#working === undefined || jobKey(this.#working) !== key) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, withinMs)))]);
     clearTimeout(timer);
@@ -240,8 +245,7 @@ export class SearchIndexes {
       if (this.#ready.size === 0 || this.#checking) return;
       const token = changes.token();
       const now = performance.now();
-      if (token !== undefined && token === this.#checkedToken && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
-      if (token === undefined && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
+      if ((token === undefined || token === this.#checkedToken) && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
       this.#checkedToken = token;
       this.#checkedAt = now;
       void this.#checkVersions();
@@ -284,10 +288,8 @@ export class SearchIndexes {
     const promise = new Promise<void>((done) => (resolve = done));
     this.#done.set(jobKey(job), { promise, resolve });
     this.#queue.push(job);
-    if (this.#working === undefined) {
-      this.#working = 'idle';
-      this.#running = this.#work();
-    }
+    // The worker takes the job before its first wait, so #working is set from here on.
+    if (this.#working === undefined) this.#running = this.#work();
   }
 
   /** Runs the queued jobs one after the other; it ends, in the same step as it finds the queue empty, so a job queued then starts another. */
@@ -368,9 +370,7 @@ export class SearchIndexes {
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
     const dropped = this.#dropped.get(orgId);
     const mayDrop = dropped?.version !== result.parts.version;
-    let bytes = bytesOfParts(result.parts);
-    for (const members of rooms.values()) bytes += members.bytes;
-    if (!this.#makeRoom(bytes, orgId, mayDrop)) {
+    if (!this.#makeRoom(bytesOfParts(result.parts) + bytesOfRooms(rooms), orgId, mayDrop)) {
       if (mayDrop) remember(this.#skipped, orgId, result.parts.version);
       return;
     }
@@ -400,14 +400,11 @@ export class SearchIndexes {
     const rooms = new Map<string, RoomMembers>();
     for (const [roomId, members] of held.rooms) if (!replaced.has(roomId)) rooms.set(roomId, members.extendedTo(result.users));
     this.#ready.delete(orgId);
-    let bytes = index.bytes;
-    for (const members of rooms.values()) bytes += members.bytes;
-    if (!this.#makeRoom(bytes, orgId)) {
+    if (!this.#makeRoom(bytesHeld({ index, rooms }), orgId)) {
       remember(this.#skipped, orgId, result.version);
       return true;
     }
-    this.#dropped.delete(orgId);
-    this.#ready.set(orgId, { index, rooms });
+    this.#hold(orgId, { index, rooms });
     this.#log.info(
       { organization: orgId, users: index.users, version: index.version, changed: result.changed.length, changedSinceRead: index.changesLaidOver, ms: Math.round(performance.now() - started) },
       'search index: updated with what changed',
@@ -422,9 +419,14 @@ export class SearchIndexes {
     releaseKeys(parts.keys);
     if (!this.#warm) warmUp(index);
     this.#warm = true;
-    this.#dropped.delete(orgId);
-    this.#ready.set(orgId, { index, rooms });
+    this.#hold(orgId, { index, rooms });
     return index;
+  }
+
+  /** Holds an organization's index (as the most recently used), no longer counted as dropped. */
+  #hold(orgId: string, ready: Ready): void {
+    this.#dropped.delete(orgId);
+    this.#ready.set(orgId, ready);
   }
 
   async #loadRoom(orgId: string, roomId: string, version: number): Promise<void> {

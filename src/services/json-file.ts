@@ -41,6 +41,12 @@ const CLOSE_BRACKET = 0x5d;
 const EOF = -1;
 
 const WINDOW_BYTES = 1 << 20;
+/**
+ * Bytes of a streamed array's elements parsed in one go: about a hundred users.
+ * Much larger runs were slower (256 KiB: 3.5 s for a million users), their
+ * objects living long enough to be moved out of V8's young generation.
+ */
+const RUN_BYTES = 16 * 1024;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 function isWhitespace(byte: number): boolean {
@@ -63,6 +69,8 @@ class Cursor {
   #at = 0;
   /** Start of the value being scanned: bytes from here on stay in the buffer. */
   #mark = 0;
+  /** While a run of array elements is read (see elements): where it starts, kept in the buffer too; else -1. */
+  #runStart = -1;
   #eof = false;
 
   constructor(fd: number, offset: number, windowBytes: number) {
@@ -82,7 +90,7 @@ class Cursor {
    * buffer indexes moved.
    */
   #fill(): number {
-    const keep = this.#mark;
+    const keep = this.#runStart >= 0 ? Math.min(this.#runStart, this.#mark) : this.#mark;
     const kept = this.#length - keep;
     if (kept >= this.#buffer.length / 2) {
       const larger = Buffer.allocUnsafe(this.#buffer.length * 2);
@@ -94,7 +102,8 @@ class Cursor {
     this.#base += keep;
     this.#length = kept;
     this.#at -= keep;
-    this.#mark = 0;
+    this.#mark -= keep;
+    if (this.#runStart >= 0) this.#runStart -= keep;
     const read = readSync(this.#fd, this.#buffer, kept, this.#buffer.length - kept, this.#base + kept);
     if (read === 0) this.#eof = true;
     this.#length += read;
@@ -151,32 +160,72 @@ class Cursor {
   /** Parses the next value whole. */
   value(): unknown {
     this.#skipValue();
-    const text = this.#buffer.toString('utf8', this.#mark, this.#at);
-    try {
-      return JSON.parse(text);
-    } catch (error) {
-      // JSON.parse counts from the start of this value: say where in the file instead.
-      const message = (error as Error).message;
-      const position = /at position (\d+)/.exec(message);
-      const within = position === null ? 0 : Buffer.byteLength(text.slice(0, Number(position[1])));
-      throw new JsonSyntaxError(message.replace(/,? (?:in JSON )?at position \d+.*$/s, ''), this.#base + this.#mark + within);
+    return this.#parse(this.#mark, this.#at);
+  }
+
+  /**
+   * The elements of the array at the read position, parsed a run at a time:
+   * whole elements up to `runBytes` (or one larger element) go to one
+   * JSON.parse, which gives the values parsing each would, with a fraction
+   * of the calls (a million users are read in 1.1 s instead of 1.9 s).
+   */
+  *elements(runBytes: number): Generator<unknown> {
+    this.take(OPEN_BRACKET);
+    if (this.peek() === CLOSE_BRACKET) {
+      this.take(CLOSE_BRACKET);
+      return;
+    }
+    for (;;) {
+      this.peek();
+      this.#runStart = this.#at;
+      let separator: number;
+      do {
+        this.#skipValue();
+        separator = this.take(COMMA, CLOSE_BRACKET);
+      } while (separator === COMMA && this.#at - this.#runStart < runBytes);
+      // From the run's first element to the separator after its last: `a, b, c`.
+      const run = this.#parse(this.#runStart, this.#at - 1, true) as unknown[];
+      this.#runStart = -1;
+      yield* run;
+      if (separator === CLOSE_BRACKET) return;
     }
   }
 
-  /** Steps over the next value, checking only its brackets and strings; returns its file offset. */
-  skip(): number {
-    this.#skipValue();
-    return this.#base + this.#mark;
+  /** JSON.parse of buffer[from, to), or of `[` those bytes `]` with `asArray`; a syntax error says where in the file. */
+  #parse(from: number, to: number, asArray = false): unknown {
+    const text = this.#buffer.toString('utf8', from, to);
+    const source = asArray ? `[${text}]` : text;
+    try {
+      return JSON.parse(source);
+    } catch (error) {
+      // JSON.parse counts from the start of the text it was given: say where in the file instead.
+      const message = (error as Error).message;
+      const position = /at position (\d+)/.exec(message);
+      const within = position === null ? 0 : Buffer.byteLength(text.slice(0, Math.max(0, Number(position[1]) - (asArray ? 1 : 0))));
+      throw new JsonSyntaxError(message.replace(/,? (?:in JSON )?at position \d+.*$/s, ''), this.#base + from + within);
+    }
   }
 
-  /** Moves the read position past the next value, which starts at the mark. */
-  #skipValue(): void {
+  /**
+   * Steps over the next value, checking only its brackets and strings; returns
+   * its file offset. Its bytes are not kept: a streamed array is skipped in a
+   * window of the usual size, however large it is.
+   */
+  skip(): number {
+    this.peek();
+    const start = this.offset;
+    this.#skipValue(true);
+    return start;
+  }
+
+  /** Moves the read position past the next value, which starts at the mark; `release`: its bytes need not stay in the buffer. */
+  #skipValue(release = false): void {
     const first = this.peek();
     if (first === EOF) throw new JsonSyntaxError('expected a value, got the end of the file', this.offset);
     if (first === QUOTE) {
       this.#at = this.#stringEnd(this.#at + 1);
     } else if (first === OPEN_BRACE || first === OPEN_BRACKET) {
-      this.#skipContainer();
+      this.#skipContainer(release);
     } else {
       // A number, true, false or null: up to the next delimiter; JSON.parse judges it.
       let i = this.#at;
@@ -193,29 +242,46 @@ class Cursor {
     }
   }
 
-  #skipContainer(): void {
+  /**
+   * Moves past the object or array at the read position, byte by byte (one
+   * pass, escapes tracked as it goes: the bytes before a quote are never
+   * looked at again, so with `release` they need not be kept).
+   */
+  #skipContainer(release: boolean): void {
     const closers: number[] = [];
+    let inString = false;
+    let escaped = false;
     let i = this.#at;
     for (;;) {
       if (i >= this.#length) {
+        if (release) this.#mark = i;
         this.#at = i;
         i = this.#reach(i);
-        if (i < 0) throw new JsonSyntaxError('unexpected end of the file', this.#base + this.#length);
+        if (i < 0) throw new JsonSyntaxError(inString ? 'unterminated string' : 'unexpected end of the file', this.#base + this.#length);
       }
-      const byte = this.#buffer[i]!;
-      if (byte === QUOTE) {
-        i = this.#stringEnd(i + 1);
-        continue;
-      }
-      i += 1;
-      if (byte === OPEN_BRACE) closers.push(CLOSE_BRACE);
-      else if (byte === OPEN_BRACKET) closers.push(CLOSE_BRACKET);
-      else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
-        if (closers.pop() !== byte) throw new JsonSyntaxError(`unexpected ${shown(byte)}`, this.#base + i - 1);
-        if (closers.length === 0) break;
+      const buffer = this.#buffer;
+      const length = this.#length;
+      for (; i < length; i++) {
+        const byte = buffer[i]!;
+        if (inString) {
+          if (escaped) escaped = false;
+          else if (byte === BACKSLASH) escaped = true;
+          else if (byte === QUOTE) inString = false;
+        } else if (byte === QUOTE) {
+          inString = true;
+        } else if (byte === OPEN_BRACE) {
+          closers.push(CLOSE_BRACE);
+        } else if (byte === OPEN_BRACKET) {
+          closers.push(CLOSE_BRACKET);
+        } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+          if (closers.pop() !== byte) throw new JsonSyntaxError(`unexpected ${shown(byte)}`, this.#base + i);
+          if (closers.length === 0) {
+            this.#at = i + 1;
+            return;
+          }
+        }
       }
     }
-    this.#at = i;
   }
 
   /** The index after the quote closing a string whose content starts at index `from`. */
@@ -249,8 +315,7 @@ export class LazyJsonArray implements Iterable<unknown> {
   }
 
   *[Symbol.iterator](): Generator<unknown> {
-    const cursor = this.#file.cursorAt(this.#offset, this.#length);
-    for (const _ of cursor.entries(OPEN_BRACKET, CLOSE_BRACKET)) yield cursor.value();
+    yield* this.#file.cursorAt(this.#offset, this.#length).elements(RUN_BYTES);
   }
 }
 

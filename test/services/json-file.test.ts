@@ -65,6 +65,17 @@ describe('JsonFile', () => {
     );
   });
 
+  it('reads a long streamed array in runs of elements, each run ending where an element does', () => {
+    // Several runs of elements (each about 16 KiB), with strings, escapes, nesting and white space.
+    const users = Array.from({ length: 3_000 }, (_, k) =>
+      k % 7 === 0 ? [k, null, { deep: [`"${k}\\`] }] : k % 5 === 0 ? `Müller ${k} ]},[{` : { id: `u${k}`, name: `Zoë "${k}"`, n: k / 3, ok: k % 2 === 0 },
+    );
+    const doc = { organizations: [{ id: 'a', users, rooms: [] }], credentials: [] };
+    for (const text of [JSON.stringify(doc), JSON.stringify(doc, null, 2)]) {
+      for (const parsed of parseEach(text, [16, 4096, 1 << 20])) assert.deepEqual(parsed, doc);
+    }
+  });
+
   it('reads strings with escaped quotes and backslashes and multi-byte characters across reads', () => {
     const doc = { organizations: [{ id: 'a"b\\', users: [{ name: 'Müller "\\" 😀', email: '\\' }, 'x\\\\"y'], rooms: [] }], credentials: [] };
     for (const parsed of parseEach(JSON.stringify(doc), [16, 17, 18, 19, 20])) assert.deepEqual(parsed, doc);

@@ -14,6 +14,12 @@ describe('fold', () => {
     assert.equal(fold('İstanbul'), 'istanbul');
   });
 
+  it('is the contract formula for any text, ASCII or not (ASCII takes a shorter way)', () => {
+    const contract = (s: string) => s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+    fc.assert(fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary-ascii' })), (s) => fold(s) === contract(s)), { numRuns: 2000 });
+    for (let code = 0; code < 0x80; code++) assert.equal(fold(String.fromCharCode(code)), contract(String.fromCharCode(code)));
+  });
+
   it('keeps characters without a decomposition', () => {
     assert.equal(fold('Łukasiewicz'), 'łukasiewicz');
     assert.equal(fold('Straße'), 'straße');

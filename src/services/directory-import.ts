@@ -149,6 +149,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   const version = writing(run) ? await upsertOrganizationRow(trx, organization) : 0;
   run.counts.organizations += 1;
 
+  let bulkLoaded = false;
   // Checking only, a first import's users have nothing to be checked against.
   if (organization.userCount > 0 && (writing(run) || !firstUsers)) {
     // The whole table is counted only for an organization big enough to be a bulk load: counted
@@ -156,19 +157,29 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
     const bulk =
       writing(run) && !run.indexesDropped && organization.userCount >= BULK_LOAD_MIN_USERS && isBulkLoad(organization.userCount, await countAllUsers(trx));
     if (bulk) {
-      await withoutUserIndexes(trx, { withKeys: firstUsers }, () => upsertUsers(run, organization, firstUsers, version));
+      bulkLoaded = true;
+      // The rooms too, so that their members are checked against the users' keys once, when the
+      // keys are added again, not row by row (105,000 members took 3.9 s so on PostgreSQL).
+      await withoutUserIndexes(trx, { withKeys: firstUsers }, async () => {
+        await upsertUsers(run, organization, firstUsers, version);
+        await upsertRooms(run, organization, firstUsers, version);
+      });
     } else {
       await upsertUsers(run, organization, firstUsers, version);
     }
   }
+  if (!bulkLoaded) await upsertRooms(run, organization, firstUsers, version);
+  if (writing(run) && !run.indexesDropped) await retallyOrganization(trx, organization.id);
+}
 
+/** Upserts the organization's rooms and replaces the member lists the file gives; `firstUsers`: the organization had no user stored. */
+async function upsertRooms(run: ImportRun, organization: OrganizationImport, firstUsers: boolean, version: number): Promise<void> {
   for (const room of organization.rooms()) {
-    for (const index of await unknownMembers(trx, organization, room)) run.problems.push(unknownMember(organization, room, index));
-    if (writing(run)) await upsertRoom(trx, organization.id, room, version);
+    for (const index of await unknownMembers(run.trx, organization, room, firstUsers)) run.problems.push(unknownMember(organization, room, index));
+    if (writing(run)) await upsertRoom(run.trx, organization.id, room, version);
     run.counts.rooms += 1;
     run.counts.members += room.members?.length ?? 0;
   }
-  if (writing(run) && !run.indexesDropped) await retallyOrganization(trx, organization.id);
 }
 
 /** Upserts the organization; its directory version after (bumped, unless it is new). */
@@ -300,10 +311,16 @@ function unknownMember(organization: OrganizationImport, room: RoomImport, index
   };
 }
 
-/** Indexes into room.members of the ids neither the file nor the database knows as users of the organization. */
-async function unknownMembers(trx: Transaction<Database>, organization: OrganizationImport, room: RoomImport): Promise<number[]> {
+/**
+ * Indexes into room.members of the ids neither the file nor the database knows
+ * as users of the organization. With no user stored before (`firstUsers`), the
+ * database knows only the file's users (and may have dropped the key to look
+ * them up by).
+ */
+async function unknownMembers(trx: Transaction<Database>, organization: OrganizationImport, room: RoomImport, firstUsers: boolean): Promise<number[]> {
   const members = room.members ?? [];
   const notInFile = members.flatMap((userId, index) => (organization.listedUsers.has(userId) ? [] : [index]));
+  if (firstUsers) return notInFile;
   const known = new Set<string>();
   for (const batch of chunks(notInFile.map((index) => members[index]!), BATCH)) {
     const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).execute();

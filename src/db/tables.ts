@@ -11,10 +11,18 @@ export interface Database {
   idempotency_keys: IdempotencyKeyTable;
   login_failures: LoginFailureTable;
   user_tallies: UserTallyTable;
+  directory_states: DirectoryStateTable;
   /** PostgreSQL only: one row per stored blob (SQLite keeps them as files). */
   blobs: BlobTable;
   /** PostgreSQL only: the bytes of each blob, in order. */
   blob_chunks: BlobChunkTable;
+}
+
+/** Each directory version an import made, with its random stamp (see the directory-states migration). */
+export interface DirectoryStateTable {
+  org_id: string;
+  version: number;
+  stamp: string;
 }
 
 export interface LoginFailureTable {

@@ -44,6 +44,12 @@ export async function findOrganizationSize(db: Kysely<Database>, orgId: string):
   return row === undefined ? undefined : { version: Number(row.directory_version), users: Number(row.users ?? 0) };
 }
 
+/** The stamp the import that made the organization's directory `version` listed it with; undefined if none did (see the directory-states migration). */
+export async function findDirectoryStamp(db: Kysely<Database>, orgId: string, version: number): Promise<string | undefined> {
+  const row = await db.selectFrom('directory_states').select('stamp').where('org_id', '=', orgId).where('version', '=', version).executeTakeFirst();
+  return row?.stamp;
+}
+
 /** The organization's directory version, or undefined once it is gone. */
 export async function findDirectoryVersion(db: Kysely<Database>, orgId: string): Promise<number | undefined> {
   const row = await db.selectFrom('organizations').select('directory_version').where('id', '=', orgId).executeTakeFirst();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { hashPassword } from '../auth/password-hash.ts';
 import {
@@ -82,6 +83,8 @@ interface ImportRun {
   counts: ImportCounts;
   /** The users' secondary indexes are dropped around the whole file (a bulk load of many organizations), which is tallied after. */
   indexesDropped: boolean;
+  /** Listed with each organization's new directory version (see the directory-states migration). */
+  stamp: string;
 }
 
 /** Once a problem is known the run only checks on, so it can report every problem; the transaction is rolled back. */
@@ -113,7 +116,7 @@ export async function importDirectory(
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
-    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false };
+    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false, stamp: randomUUID() };
     const importAll = async () => {
       for (const organization of file.organizations) await importOrganization(run, organization);
     };
@@ -146,7 +149,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   const { trx } = run;
   const firstUsers = !(await hasStoredUsers(trx, organization.id));
   // The directory version this import makes: what it changes is marked with it (see the changed_in migration).
-  const version = writing(run) ? await upsertOrganizationRow(trx, organization) : 0;
+  const version = writing(run) ? await upsertOrganizationRow(run, organization) : 0;
   run.counts.organizations += 1;
 
   let bulkLoaded = false;
@@ -183,14 +186,15 @@ async function upsertRooms(run: ImportRun, organization: OrganizationImport, fir
 }
 
 /** Upserts the organization; its directory version after (bumped, unless it is new). */
-async function upsertOrganizationRow(trx: Transaction<Database>, organization: OrganizationImport): Promise<number> {
-  const [row] = await upsertOrganizationRows(trx, [organization]);
+async function upsertOrganizationRow(run: ImportRun, organization: OrganizationImport): Promise<number> {
+  const [row] = await upsertOrganizationRows(run, [organization]);
   return Number(row!.directory_version);
 }
 
 /** Upserts organizations, two statements at most: with the setting given, and without (the stored one stays). */
-async function upsertOrganizationRows(trx: Transaction<Database>, organizations: readonly OrganizationImport[]): Promise<{ directory_version: number }[]> {
-  const versions: { directory_version: number }[] = [];
+async function upsertOrganizationRows(run: ImportRun, organizations: readonly OrganizationImport[]): Promise<{ id: string; directory_version: number }[]> {
+  const { trx, stamp } = run;
+  const versions: { id: string; directory_version: number }[] = [];
   for (const settingGiven of [true, false]) {
     const rows = organizations.filter((organization) => (organization.externalSignatories !== undefined) === settingGiven);
     if (rows.length === 0) continue;
@@ -205,10 +209,16 @@ async function upsertOrganizationRows(trx: Transaction<Database>, organizations:
           directory_version: eb(eb.ref('organizations.directory_version'), '+', 1),
         })),
       )
-      .returning('directory_version')
+      .returning(['id', 'directory_version'])
       .execute()
       .then((rows) => versions.push(...rows));
   }
+  // Each version made is listed with this import's stamp (see the directory-states migration).
+  await trx
+    .insertInto('directory_states')
+    .values(versions.map((row) => ({ org_id: row.id, version: Number(row.directory_version), stamp })))
+    .onConflict((oc) => oc.columns(['org_id', 'version']).doUpdateSet((eb) => ({ stamp: eb.ref('excluded.stamp') })))
+    .execute();
   return versions;
 }
 
@@ -242,7 +252,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
     pendingMembers = [];
     if (!writing(run)) return;
     const write = async () => {
-      if (organizationRows.length > 0) await upsertOrganizationRows(trx, organizationRows);
+      if (organizationRows.length > 0) await upsertOrganizationRows(run, organizationRows);
       if (userRows.length > 0) await prepareUserUpsert(trx, userRows, { insertOnly: true })();
       for (const rows of chunks(roomRows, BATCH)) await upsertRoomRows(trx, rows);
       for (const rows of chunks(memberRows, batch)) await insertMemberRows(trx, rows);

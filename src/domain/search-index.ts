@@ -95,6 +95,23 @@ export interface SearchIndexParts {
   orders: Record<SortField, Int32Array>;
 }
 
+/** The arrays of the parts, in one fixed order (as they are written to a file and read back). */
+export function arraysOfParts(parts: SearchIndexParts): ArrayBufferView[] {
+  return [parts.keys, parts.starts, parts.kinds, parts.seqs, parts.orders.lastname, parts.orders.firstname, parts.orders.email];
+}
+
+/** Parts of `users` users with `keyBytes` bytes of keys, every array zeroed: to be filled (from a file). */
+export function emptyParts(version: number, users: number, keyBytes: number): SearchIndexParts {
+  return {
+    version,
+    keys: new Uint8Array(keyBytes),
+    starts: new Int32Array(users + 1),
+    kinds: new Uint8Array(users),
+    seqs: new Float64Array(users),
+    orders: { lastname: new Int32Array(users), firstname: new Int32Array(users), email: new Int32Array(users) },
+  };
+}
+
 /** Memory an index built from these parts holds, in bytes (its keys as a string of one byte per character). */
 export function bytesOfParts(parts: SearchIndexParts): number {
   const { keys, starts, kinds, seqs, orders } = parts;

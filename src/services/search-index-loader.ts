@@ -8,9 +8,10 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { preferIndexWalks } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
-import { SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
+import { arraysOfParts, emptyParts, SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
 import {
+  findDirectoryStamp,
   findDirectoryVersion,
   findOrganizationSize,
   readChangedRooms,
@@ -20,6 +21,7 @@ import {
   readSortOrder,
   type SortPosition,
 } from '../repositories/search-index-repository.ts';
+import { writeSnapshot } from './search-index-snapshots.ts';
 
 /**
  * What is read for the in-memory search indexes: an organization's index (unless it is too small or
@@ -33,7 +35,8 @@ export type LoadJob =
   | { kind: 'room'; orgId: string; roomId: string; version: number };
 
 export type LoadResult =
-  | { kind: 'index'; parts: SearchIndexParts }
+  /** `fromSnapshot`: taken from the copy kept on disk, not read from the database. */
+  | { kind: 'index'; parts: SearchIndexParts; fromSnapshot?: boolean }
   | { kind: 'skipped'; version: number; users: number }
   | { kind: 'members'; seqs: Float64Array }
   /** The organization at `version`, of `users` users: those changed since, and the rooms whose member lists were replaced. */
@@ -51,40 +54,50 @@ const PIECE = 10_000;
  * transaction; on SQLite, a read transaction of its own connection), so the
  * pieces fit together whatever commits meanwhile.
  */
-export async function readLoadJob(db: Kysely<Database>, job: LoadJob): Promise<LoadResult> {
+export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: { snapshots?: string } = {}): Promise<LoadResult> {
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
     .execute(async (trx) => {
       await preferIndexWalks(trx);
-      if (job.kind === 'organization') return readOrganization(trx, job);
+      if (job.kind === 'organization') return readOrganization(trx, job, options.snapshots);
       return job.kind === 'changes' ? readChanges(trx, job) : readRoom(trx, job);
     });
 }
 
-async function readOrganization(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'organization' }>): Promise<LoadResult> {
+/** The organization's index, read from the database; and kept as a copy in `snapshots`, if given (see search-index-snapshots.ts). */
+async function readOrganization(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'organization' }>, snapshots: string | undefined): Promise<LoadResult> {
   const size = await findOrganizationSize(db, job.orgId);
   if (size === undefined) return { kind: 'stale' };
-  if (size.users < job.minUsers || size.users > job.maxUsers) return { kind: 'skipped', ...size };
+  if (size.users < job.minUsers || size.users > job.maxUsers) return { kind: 'skipped', version: size.version, users: size.users };
+  const parts = await readIndexParts(db, job.orgId, size);
+  // Only of a version the database lists with its stamp. A copy that cannot be written (a read-only
+  // data directory) costs only the next start its speed.
+  const stamp = snapshots === undefined ? undefined : await findDirectoryStamp(db, job.orgId, size.version);
+  if (stamp !== undefined) await writeSnapshot(snapshots!, job.orgId, { version: size.version, stamp }, parts).catch(() => undefined);
+  return { kind: 'index', parts };
+}
+
+async function readIndexParts(db: Kysely<Database>, orgId: string, size: { version: number; users: number }): Promise<SearchIndexParts> {
   const builder = new SearchIndexBuilder(size.version, size.users);
   for (let after = -1; ; ) {
-    const users = await readIndexedUsers(db, job.orgId, after, PIECE);
+    const users = await readIndexedUsers(db, orgId, after, PIECE);
     builder.addUsers(users);
     if (users.length < PIECE) break;
     after = users.at(-1)!.seq;
   }
   for (const field of SORT_FIELDS) {
     for (let after: SortPosition | undefined; ; ) {
-      const read = await readSortOrder(db, job.orgId, field, after, PIECE);
+      const read = await readSortOrder(db, orgId, field, after, PIECE);
       builder.addOrder(field, read.seqs);
       if (read.seqs.length < PIECE) break;
       after = read.last;
     }
   }
   const parts = builder.parts();
-  if (parts === undefined) throw new Error(`the users of organization "${job.orgId}" did not add up to its tallies`);
-  return { kind: 'index', parts };
+  if (parts === undefined) throw new Error(`the users of organization "${orgId}" did not add up to its tallies`);
+  return parts;
 }
 
 async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult> {
@@ -92,7 +105,7 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
   if (size === undefined) return { kind: 'stale' };
   const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
   if (changed.length > job.maxChanges) return { kind: 'many changes' };
-  return { kind: 'changes', ...size, changed, rooms: await readChangedRooms(db, job.orgId, job.since) };
+  return { kind: 'changes', version: size.version, users: size.users, changed, rooms: await readChangedRooms(db, job.orgId, job.since) };
 }
 
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {
@@ -200,9 +213,7 @@ export function loadInProcess(config: Config, job: LoadJob): RunningLoad {
 /** The arrays of a result, in the order they are written to the file. */
 function arraysOf(result: LoadResult): ArrayBufferView[] {
   if (result.kind === 'members') return [result.seqs];
-  if (result.kind !== 'index') return [];
-  const { keys, starts, kinds, seqs, orders } = result.parts;
-  return [keys, starts, kinds, seqs, orders.lastname, orders.firstname, orders.email];
+  return result.kind === 'index' ? arraysOfParts(result.parts) : [];
 }
 
 /** Writes a result's arrays to `file`, and returns it with empty arrays of the same lengths in their place. */
@@ -224,6 +235,7 @@ function hollow(result: LoadResult): LoadResult {
   const { parts } = result;
   return {
     kind: 'index',
+    fromSnapshot: result.fromSnapshot,
     parts: {
       version: parts.version,
       keys: lengths(parts.keys),
@@ -241,18 +253,7 @@ async function readResult(hollowResult: LoadResult, file: string): Promise<LoadR
   if (hollowResult.kind === 'members') full = { kind: 'members', seqs: new Float64Array(hollowResult.seqs.length) };
   if (hollowResult.kind === 'index') {
     const { parts } = hollowResult;
-    const users = parts.seqs.length;
-    full = {
-      kind: 'index',
-      parts: {
-        version: parts.version,
-        keys: new Uint8Array(parts.keys.length),
-        starts: new Int32Array(users + 1),
-        kinds: new Uint8Array(users),
-        seqs: new Float64Array(users),
-        orders: { lastname: new Int32Array(users), firstname: new Int32Array(users), email: new Int32Array(users) },
-      },
-    };
+    full = { kind: 'index', fromSnapshot: hollowResult.fromSnapshot, parts: emptyParts(parts.version, parts.seqs.length, parts.keys.length) };
   }
   const arrays = arraysOf(full);
   if (arrays.length === 0) return full;

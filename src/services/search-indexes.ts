@@ -67,6 +67,11 @@ export interface DirectoryReads {
   sizeOf(orgId: string): Promise<{ version: number; users: number } | undefined>;
   versionsOf(orgIds: readonly string[]): Promise<Map<string, number>>;
   changesSince(job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult>;
+  /**
+   * The copy of the organization's index kept on disk, if there is one of the directory at
+   * `version` or an earlier version the database lists (src/services/search-index-snapshots.ts).
+   */
+  snapshotOf(orgId: string, version: number): Promise<SearchIndexParts | undefined>;
 }
 
 /** Starts a load (in a process of its own: src/services/search-index-loader.ts). */
@@ -168,6 +173,7 @@ export class SearchIndexes {
       sizeOf: reads.sizeOf ?? ((orgId) => findOrganizationSize(db, orgId)),
       versionsOf: reads.versionsOf ?? ((orgIds) => findDirectoryVersions(db, orgIds)),
       changesSince: reads.changesSince ?? ((job) => readLoadJob(db, job)),
+      snapshotOf: reads.snapshotOf ?? (async () => undefined),
     };
   }
 
@@ -358,7 +364,12 @@ export class SearchIndexes {
       if (size !== undefined) remember(this.#skipped, orgId, size.version);
       return;
     }
-    const result = await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
+    // With nothing held (after a restart), the copy kept on disk of this state or an earlier one the
+    // database lists, brought up to date below: read here in a fraction of a second, where a loading
+    // process takes seconds to read a million users. Never to replace an index that is held.
+    const kept = held === undefined && !whole ? await this.#reads.snapshotOf(orgId, size.version) : undefined;
+    const result: LoadResult =
+      kept !== undefined ? { kind: 'index', parts: kept, fromSnapshot: true } : await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
     if (this.#closed) return;
     // What is held is of an older version (or the same, read again): never to be used again. At the
     // same version its rooms' members stand as they are (users are numbered in seq order either way).
@@ -376,9 +387,24 @@ export class SearchIndexes {
     }
     const index = this.#keep(orgId, result.parts, rooms);
     this.#log.info(
-      { organization: orgId, users: index.users, version: index.version, mib: Math.round(index.bytes / 2 ** 20), ms: Math.round(performance.now() - started) },
+      {
+        organization: orgId,
+        users: index.users,
+        version: index.version,
+        mib: Math.round(index.bytes / 2 ** 20),
+        ms: Math.round(performance.now() - started),
+        from: result.fromSnapshot === true ? 'its copy on disk' : 'the database',
+      },
       'search index: loaded',
     );
+    // A copy of an earlier version takes in what changed since, as any held index does; with too
+    // many changes, the index is read whole after all.
+    if (result.fromSnapshot === true && index.version < size.version) {
+      const copied = this.#ready.get(orgId);
+      if (copied === undefined || (await this.#update(orgId, copied, started)) || this.#closed) return;
+      if (this.#ready.get(orgId) === copied) this.#ready.delete(orgId);
+      await this.#loadOrganization(orgId, started, true);
+    }
   }
 
   /**

@@ -20,8 +20,11 @@ function parts(version: number, users: number, keyLength = 45) {
   return builder.parts()!;
 }
 
-/** Loads from `directory`; `gate`, while set, holds every load until it resolves. */
-function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?: Set<string> } = {}) {
+/**
+ * Loads from `directory`; `gate`, while set, holds every load until it resolves. `copies`: the
+ * copies on disk of organizations' indexes, each of a version the database lists.
+ */
+function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?: Set<string>; copies?: Map<string, { version: number; users: number }> } = {}) {
   const jobs: LoadJob[] = [];
   const load = (job: LoadJob): RunningLoad => {
     jobs.push(job);
@@ -47,6 +50,10 @@ function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
       return org.changes === undefined ? { kind: 'many changes' } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
+    },
+    snapshotOf: async (orgId, version) => {
+      const copy = options.copies?.get(orgId);
+      return copy !== undefined && copy.version <= version ? parts(copy.version, copy.users) : undefined;
     },
   };
   return { load, jobs, reads };
@@ -74,6 +81,36 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('acme', 2)?.users, 12);
     assert.equal(indexes.index('acme', 1), undefined, 'and is gone once it is');
     assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'organization'], 'what changed was asked first (too much here), then the whole index');
+  });
+
+  it('takes an index from its copy on disk, without a loading process, and lays over what changed since the copy', async () => {
+    const directory: Directory = new Map([['acme', { version: 3, users: 10 }]]);
+    const { load, jobs, reads } = fakeLoader(directory, { copies: new Map([['acme', { version: 3, users: 10 }]]) });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 3);
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 3)?.users, 10);
+    assert.equal(jobs.length, 0, 'nothing was read from the database');
+    await indexes.close();
+
+    // A copy of version 3 while the database is at 4: only what changed since is read.
+    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false };
+    directory.set('acme', { version: 4, users: 11, changes: { changed: [added], rooms: [] } });
+    const restarted = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    restarted.index('acme', 4);
+    await settled(restarted);
+    assert.equal(restarted.index('acme', 4)?.users, 11);
+    assert.deepEqual(jobs.map((job) => job.kind), ['changes']);
+    await restarted.close();
+
+    // Too much changed since the copy: the index is read whole after all.
+    directory.set('acme', { version: 5, users: 12 });
+    const again = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    again.index('acme', 5);
+    await settled(again);
+    assert.equal(again.index('acme', 5)?.users, 12);
+    assert.deepEqual(jobs.map((job) => job.kind), ['changes', 'changes', 'organization']);
+    await again.close();
   });
 
   it('applies what changed to the index it holds, keeping the members of rooms not replaced', async () => {

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { buildApp } from '../../src/app.ts';
+import { basic, LOOKUP, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const AUTH = basic('root', 'root-password');
+
+/** The organization's users: u0…u39, each with a lastname of its own. */
+const users = Array.from({ length: 40 }, (_, k) => ({ id: `u${k}`, firstname: 'Ann', lastname: `Lastname${k}x`, email: `u${k}@acme.example` }));
+
+/** Asks a lookup with terms (which queues the index), waits until the index is held, and returns the emails the lookup answers then. */
+async function lookupOnceIndexed(app: FastifyInstance, term: string): Promise<string[]> {
+  const ask = async () => {
+    const response = await app.inject({ url: `${LOOKUP('acme', 'room')}?searchQuery=${term}`, headers: { authorization: AUTH } });
+    assert.equal(response.statusCode, 200, response.body);
+    return (response.json() as { content: { email: string }[] }).content.map((user) => user.email);
+  };
+  await ask();
+  for (;;) {
+    const status = (await app.inject('/readyz')).json().searchIndexes as { organizations: number; loading: number };
+    if (status.organizations === 1 && status.loading === 0) return ask();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * A server keeps a copy of each index it reads on disk, and a restarted one
+ * takes the index from it while the database lists the state it was read at.
+ * What answers is seen by changing a user's search key behind the import's
+ * back (no version is made): the database then answers otherwise than the copy.
+ */
+describe('copies of the search indexes on disk', () => {
+  let t: TestApp;
+  const copy = () => path.join(t.dataDir, 'search-indexes', 'org-acme.index');
+  const restarted = async (work: (app: FastifyInstance) => Promise<void>) => {
+    const app = await buildApp(t.config);
+    try {
+      await work(app);
+    } finally {
+      await app.close();
+    }
+  };
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_SEARCH_MIN_USERS: '0' });
+    await t.importDirectory({
+      organizations: [{ id: 'acme', name: 'Acme', users, rooms: [{ id: 'room', members: [] }] }],
+      credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+    });
+  });
+  after(() => t.close());
+
+  it('keeps a copy of the index it reads', async () => {
+    assert.deepEqual(await lookupOnceIndexed(t.app, 'lastname7x'), ['u7@acme.example']);
+    assert.ok(existsSync(copy()));
+  });
+
+  it('after a restart, answers from the copy while the database lists the state it was read at', async () => {
+    await t.sql(sql`UPDATE users SET search_key = 'changed behind the import' WHERE id = 'u8'`);
+    await restarted(async (app) => {
+      assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), ['u8@acme.example'], 'the copy still holds the key the import wrote');
+    });
+  });
+
+  it('after a restart that follows an import, answers from the copy with what the import changed laid over it', async () => {
+    await t.importDirectory({ organizations: [{ id: 'acme', name: 'Acme', users: [{ ...users[7]!, lastname: 'Renamed' }] }] });
+    await restarted(async (app) => {
+      assert.deepEqual(await lookupOnceIndexed(app, 'renamed'), ['u7@acme.example']);
+      assert.deepEqual(await lookupOnceIndexed(app, 'lastname7x'), []);
+      assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), ['u8@acme.example'], 'from the copy');
+    });
+  });
+
+  it('reads the index from the database when the database does not list the copy\'s state (another database, or a restored one)', async () => {
+    await t.sql(sql`DELETE FROM directory_states`);
+    await restarted(async (app) => {
+      assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), [], 'the database holds the changed key');
+      assert.deepEqual(await lookupOnceIndexed(app, 'renamed'), ['u7@acme.example']);
+    });
+  });
+});

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import path from 'node:path';
@@ -24,6 +25,11 @@ import { findDirectoryStamp } from '../repositories/search-index-repository.ts';
  */
 
 const MAGIC = Buffer.from('SRIX');
+/**
+ * Bumped by any change to what a copy holds or how: the parts' arrays, or what the index makes of
+ * the keys (folding, their order: the users' key columns sort bytewise, "C", so no collation of
+ * the system moves them). A copy of another format is passed over.
+ */
 const FORMAT = 1;
 const PREFIX_BYTES = 12;
 /** A temporary file older than this was left by a writer that was stopped. */
@@ -106,12 +112,15 @@ export function readListedSnapshot(directory: string, db: Kysely<Database>, orgI
 export async function readSnapshot(directory: string, orgId: string, isListed: (state: DirectoryState) => Promise<boolean>): Promise<SearchIndexParts | undefined> {
   let handle: FileHandle;
   try {
-    handle = await open(fileOf(directory, orgId), 'r');
+    // Non-blocking, so a FIFO put there is passed over below instead of waited on for good.
+    handle = await open(fileOf(directory, orgId), constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
   try {
-    const size = (await handle.stat()).size;
+    const info = await handle.stat();
+    if (!info.isFile()) return undefined;
+    const size = info.size;
     const prefix = Buffer.alloc(PREFIX_BYTES);
     if ((await handle.read(prefix, 0, PREFIX_BYTES, 0)).bytesRead !== PREFIX_BYTES) return undefined;
     if (!prefix.subarray(0, 4).equals(MAGIC) || prefix.readUInt32LE(4) !== FORMAT) return undefined;

@@ -364,7 +364,7 @@ export class SearchIndexes {
       if (size !== undefined) remember(this.#skipped, orgId, size.version);
       return;
     }
-    // With nothing held (after a restart), the copy kept on disk of this state or an earlier one the
+    // With nothing held (after a restart, or once dropped), the copy kept on disk of this state or an earlier one the
     // database lists, brought up to date below: read here in a fraction of a second, where a loading
     // process takes seconds to read a million users. Never to replace an index that is held.
     const kept = held === undefined && !whole ? await this.#reads.snapshotOf(orgId, size.version) : undefined;
@@ -379,10 +379,12 @@ export class SearchIndexes {
     if (result.kind === 'skipped') remember(this.#skipped, orgId, result.version);
     if (result.kind !== 'index') return;
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
+    // Judged at the version the index is to answer at: a copy of an earlier one is brought up to it below.
+    const version = result.fromSnapshot === true ? size.version : result.parts.version;
     const dropped = this.#dropped.get(orgId);
-    const mayDrop = dropped?.version !== result.parts.version;
+    const mayDrop = dropped?.version !== version;
     if (!this.#makeRoom(bytesOfParts(result.parts) + bytesOfRooms(rooms), orgId, mayDrop)) {
-      if (mayDrop) remember(this.#skipped, orgId, result.parts.version);
+      if (mayDrop) remember(this.#skipped, orgId, version);
       return;
     }
     const index = this.#keep(orgId, result.parts, rooms);

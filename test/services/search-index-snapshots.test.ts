@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -77,6 +78,13 @@ describe('search index copies on disk', () => {
     // Written again, it is whole again.
     await writeSnapshot(directory, 'acme', state, parts);
     assert.deepEqual(await readSnapshot(directory, 'acme', listsState), parts);
+  });
+
+  it('passes over what is not a regular file, a FIFO without a writer too, at once', async () => {
+    execFileSync('mkfifo', [path.join(directory, 'org-fifo.index')]);
+    assert.equal(await readSnapshot(directory, 'fifo', listsState), undefined);
+    await mkdir(path.join(directory, 'org-dir.index'));
+    assert.equal(await readSnapshot(directory, 'dir', listsState), undefined);
   });
 
   it('names files safely for any organization id, "." and ".." too', async () => {

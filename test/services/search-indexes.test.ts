@@ -24,7 +24,11 @@ function parts(version: number, users: number, keyLength = 45) {
  * Loads from `directory`; `gate`, while set, holds every load until it resolves. `copies`: the
  * copies on disk of organizations' indexes, each of a version the database lists.
  */
-function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?: Set<string>; copies?: Map<string, { version: number; users: number }> } = {}) {
+function fakeLoader(
+  directory: Directory,
+  options: { gate?: Promise<void>; fail?: Set<string>; copies?: Map<string, { version: number; users: number; keyLength?: number }> } = {},
+) {
+  const copiesRead: string[] = [];
   const jobs: LoadJob[] = [];
   const load = (job: LoadJob): RunningLoad => {
     jobs.push(job);
@@ -53,10 +57,12 @@ function fakeLoader(directory: Directory, options: { gate?: Promise<void>; fail?
     },
     snapshotOf: async (orgId, version) => {
       const copy = options.copies?.get(orgId);
-      return copy !== undefined && copy.version <= version ? parts(copy.version, copy.users) : undefined;
+      if (copy === undefined || copy.version > version) return undefined;
+      copiesRead.push(orgId);
+      return parts(copy.version, copy.users, copy.keyLength);
     },
   };
-  return { load, jobs, reads };
+  return { load, jobs, reads, copiesRead };
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -237,6 +243,23 @@ describe('SearchIndexes', () => {
     indexes.index('small', 2);
     await settled(indexes);
     assert.equal(indexes.index('small', 2)?.users, 6);
+  });
+
+  it('does not read a copy again and again that turns out not to fit, until the version changes', async () => {
+    // Small enough by its count of users, too large by its keys.
+    const directory: Directory = new Map([['acme', { version: 5, users: 100, keyLength: 200 }]]);
+    const { load, reads, copiesRead } = fakeLoader(directory, { copies: new Map([['acme', { version: 4, users: 100, keyLength: 200 }]]) });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 10_000, minUsers: 0 }, load, quiet, reads);
+    for (let k = 0; k < 5; k++) {
+      assert.equal(indexes.index('acme', 5), undefined);
+      await settled(indexes);
+    }
+    assert.deepEqual(copiesRead, ['acme']);
+    directory.set('acme', { version: 6, users: 100, keyLength: 200 });
+    indexes.index('acme', 6);
+    await settled(indexes);
+    assert.deepEqual(copiesRead, ['acme', 'acme']);
+    await indexes.close();
   });
 
   it('drops the least recently used indexes to stay within its memory', async () => {

@@ -154,6 +154,37 @@ describe('JsonFile', () => {
     assert.doesNotMatch(error.message, /position|line/);
   });
 
+  it('says which element of a long streamed array is at fault, as reading one at a time would', () => {
+    const users = Array.from({ length: 300 }, (_, k) => `{"id":"u${k}","email":"u${k}@x.example","external":false}`);
+    const errorIn = (elements: string[]) => {
+      const text = `{"organizations": [{"users": [${elements.join(',')}]}]}`;
+      const file = JsonFile.open(fileWith(text), { windowBytes: 4096 });
+      try {
+        materialize(file.parse(STREAMED));
+      } catch (error) {
+        assert.ok(error instanceof JsonSyntaxError);
+        return { offset: error.offset, text };
+      } finally {
+        file.close();
+      }
+      assert.fail('no error');
+    };
+    const between = (offset: number, text: string, element: string) => {
+      const start = Buffer.byteLength(text.slice(0, text.indexOf(element)));
+      assert.ok(offset >= start && offset < start + element.length, `${offset} is not within ${start}..${start + element.length}`);
+    };
+    // A token JSON.parse refuses (its message gives no position): the element's own start.
+    const bad = users.map((user, k) => (k === 250 ? user.replace('false', 'fals') : user));
+    const refused = errorIn(bad);
+    between(refused.offset, refused.text, bad[250]!);
+    // Such an element, then a comma missing further on in the same run (brackets and strings are
+    // checked for the whole array before any element is read; commas only as they are read): the
+    // first fault is reported.
+    const both = [...bad.slice(0, 252), `${bad[252]} ${bad[253]}`, ...bad.slice(254)];
+    const first = errorIn(both);
+    between(first.offset, first.text, bad[250]!);
+  });
+
   it('refuses what is not a regular file (it is read twice), a FIFO without a writer too, at once', () => {
     assert.throws(() => JsonFile.open('/dev/null'), { code: 'ENOTREGULAR' });
     assert.throws(() => JsonFile.open(dir), { code: 'ENOTREGULAR' });

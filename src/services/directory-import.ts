@@ -213,14 +213,23 @@ async function upsertOrganizationRows(run: ImportRun, organizations: readonly Or
       .execute()
       .then((rows) => versions.push(...rows));
   }
-  // Each version made is listed with this import's stamp (see the directory-states migration).
+  // Each version made is listed with this import's stamp (see the directory-states migration), and
+  // only the last few are kept.
   await trx
     .insertInto('directory_states')
     .values(versions.map((row) => ({ org_id: row.id, version: Number(row.directory_version), stamp })))
     .onConflict((oc) => oc.columns(['org_id', 'version']).doUpdateSet((eb) => ({ stamp: eb.ref('excluded.stamp') })))
     .execute();
+  await sql`delete from directory_states where org_id in (${sql.join(versions.map((row) => row.id))})
+    and version <= (select o.directory_version from organizations o where o.id = directory_states.org_id) - ${LISTED_STATES}`.execute(trx);
   return versions;
 }
+
+/**
+ * Directory versions listed per organization: a server whose copy of an index is older (stopped
+ * across more imports of its organization than this) reads the index whole at its next start.
+ */
+export const LISTED_STATES = 16;
 
 /** Organizations per statement of a first load (each one's rooms go with it). */
 const FIRST_LOAD_ORGANIZATIONS = 500;

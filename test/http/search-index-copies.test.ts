@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
+import { LISTED_STATES } from '../../src/services/directory-import.ts';
 import { basic, LOOKUP, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const AUTH = basic('root', 'root-password');
@@ -81,5 +82,16 @@ describe('copies of the search indexes on disk', () => {
       assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), [], 'the database holds the changed key');
       assert.deepEqual(await lookupOnceIndexed(app, 'renamed'), ['u7@acme.example']);
     });
+  });
+
+  it('lists only the last versions of each organization', async () => {
+    for (let k = 0; k < LISTED_STATES + 4; k++) await t.importDirectory({ organizations: [{ id: 'tiny', name: `Tiny ${k}` }] });
+    const rows = await t.sql<{ version: number | string }>(sql`SELECT version FROM directory_states WHERE org_id = 'tiny' ORDER BY version`);
+    const [organization] = await t.sql<{ version: number | string }>(sql`SELECT directory_version AS version FROM organizations WHERE id = 'tiny'`);
+    const current = Number(organization!.version);
+    assert.deepEqual(
+      rows.map((row) => Number(row.version)),
+      Array.from({ length: LISTED_STATES }, (_, k) => current - LISTED_STATES + 1 + k),
+    );
   });
 });

@@ -162,7 +162,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
     if (bulk) {
       bulkLoaded = true;
       // The rooms too, so that their members are checked against the users' keys once, when the
-      // keys are added again, not row by row (105,000 members took 3.9 s so on PostgreSQL).
+      // keys are added again, not row by row (105,000 members took 3.9 s that way on PostgreSQL).
       await withoutUserIndexes(trx, { withKeys: firstUsers }, async () => {
         await upsertUsers(run, organization, firstUsers, version);
         await upsertRooms(run, organization, firstUsers, version);

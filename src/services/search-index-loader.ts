@@ -35,7 +35,7 @@ export type LoadJob =
   | { kind: 'room'; orgId: string; roomId: string; version: number };
 
 export type LoadResult =
-  /** `fromSnapshot`: taken from the copy kept on disk, not read from the database. */
+  /** `fromSnapshot`: taken from the copy kept on disk by the server (search-indexes.ts), not read by a loader. */
   | { kind: 'index'; parts: SearchIndexParts; fromSnapshot?: boolean }
   | { kind: 'skipped'; version: number; users: number }
   | { kind: 'members'; seqs: Float64Array }
@@ -235,7 +235,6 @@ function hollow(result: LoadResult): LoadResult {
   const { parts } = result;
   return {
     kind: 'index',
-    fromSnapshot: result.fromSnapshot,
     parts: {
       version: parts.version,
       keys: lengths(parts.keys),
@@ -253,7 +252,7 @@ async function readResult(hollowResult: LoadResult, file: string): Promise<LoadR
   if (hollowResult.kind === 'members') full = { kind: 'members', seqs: new Float64Array(hollowResult.seqs.length) };
   if (hollowResult.kind === 'index') {
     const { parts } = hollowResult;
-    full = { kind: 'index', fromSnapshot: hollowResult.fromSnapshot, parts: emptyParts(parts.version, parts.seqs.length, parts.keys.length) };
+    full = { kind: 'index', parts: emptyParts(parts.version, parts.seqs.length, parts.keys.length) };
   }
   const arrays = arraysOf(full);
   if (arrays.length === 0) return full;

@@ -364,9 +364,10 @@ export class SearchIndexes {
       if (size !== undefined) remember(this.#skipped, orgId, size.version);
       return;
     }
-    // With nothing held (after a restart, or once dropped), the copy kept on disk of this state or an earlier one the
-    // database lists, brought up to date below: read here in a fraction of a second, where a loading
-    // process takes seconds to read a million users. Never to replace an index that is held.
+    // With nothing held (after a restart, or once dropped), the copy kept on disk of this state or
+    // an earlier one the database lists, brought up to date below: read here in a fraction of a
+    // second, where a loading process takes seconds to read a million users. Never to replace an
+    // index that is held.
     const kept = held === undefined && !whole ? await this.#reads.snapshotOf(orgId, size.version) : undefined;
     const result: LoadResult =
       kept !== undefined ? { kind: 'index', parts: kept, fromSnapshot: true } : await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });

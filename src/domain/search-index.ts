@@ -112,6 +112,11 @@ export function emptyParts(version: number, users: number, keyBytes: number): Se
   };
 }
 
+/** Bytes of the arrays of parts of `users` users with `keyBytes` bytes of keys (what emptyParts allocates). */
+export function partsBytes(users: number, keyBytes: number): number {
+  return keyBytes + (users + 1) * 4 + users + users * 8 + 3 * users * 4;
+}
+
 /** Memory an index built from these parts holds, in bytes (its keys as a string of one byte per character). */
 export function bytesOfParts(parts: SearchIndexParts): number {
   const { keys, starts, kinds, seqs, orders } = parts;

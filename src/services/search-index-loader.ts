@@ -52,31 +52,39 @@ const PIECE = 10_000;
 /**
  * Reads what the job asks for, in one read-only snapshot (a repeatable-read
  * transaction; on SQLite, a read transaction of its own connection), so the
- * pieces fit together whatever commits meanwhile.
+ * pieces fit together whatever commits meanwhile. An organization's index is
+ * also kept as a copy in `snapshots`, if given (see search-index-snapshots.ts),
+ * once the transaction is over.
  */
 export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: { snapshots?: string } = {}): Promise<LoadResult> {
-  return db
+  const { result, stamp } = await db
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
-    .execute(async (trx) => {
+    .execute(async (trx): Promise<{ result: LoadResult; stamp?: string | undefined }> => {
       await preferIndexWalks(trx);
-      if (job.kind === 'organization') return readOrganization(trx, job, options.snapshots);
-      return job.kind === 'changes' ? readChanges(trx, job) : readRoom(trx, job);
+      if (job.kind === 'organization') return readOrganization(trx, job, options.snapshots !== undefined);
+      return { result: job.kind === 'changes' ? await readChanges(trx, job) : await readRoom(trx, job) };
     });
-}
-
-/** The organization's index, read from the database; and kept as a copy in `snapshots`, if given (see search-index-snapshots.ts). */
-async function readOrganization(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'organization' }>, snapshots: string | undefined): Promise<LoadResult> {
-  const size = await findOrganizationSize(db, job.orgId);
-  if (size === undefined) return { kind: 'stale' };
-  if (size.users < job.minUsers || size.users > job.maxUsers) return { kind: 'skipped', version: size.version, users: size.users };
-  const parts = await readIndexParts(db, job.orgId, size);
   // Only of a version the database lists with its stamp. A copy that cannot be written (a read-only
   // data directory) costs only the next start its speed.
-  const stamp = snapshots === undefined ? undefined : await findDirectoryStamp(db, job.orgId, size.version);
-  if (stamp !== undefined) await writeSnapshot(snapshots!, job.orgId, { version: size.version, stamp }, parts).catch(() => undefined);
-  return { kind: 'index', parts };
+  if (result.kind === 'index' && stamp !== undefined) {
+    await writeSnapshot(options.snapshots!, job.orgId, { version: result.parts.version, stamp }, result.parts).catch(() => undefined);
+  }
+  return result;
+}
+
+/** The organization's index, read from the database; and, if `withStamp`, the stamp its version is listed with. */
+async function readOrganization(
+  db: Kysely<Database>,
+  job: Extract<LoadJob, { kind: 'organization' }>,
+  withStamp: boolean,
+): Promise<{ result: LoadResult; stamp?: string | undefined }> {
+  const size = await findOrganizationSize(db, job.orgId);
+  if (size === undefined) return { result: { kind: 'stale' } };
+  if (size.users < job.minUsers || size.users > job.maxUsers) return { result: { kind: 'skipped', version: size.version, users: size.users } };
+  const parts = await readIndexParts(db, job.orgId, size);
+  return { result: { kind: 'index', parts }, stamp: withStamp ? await findDirectoryStamp(db, job.orgId, size.version) : undefined };
 }
 
 async function readIndexParts(db: Kysely<Database>, orgId: string, size: { version: number; users: number }): Promise<SearchIndexParts> {

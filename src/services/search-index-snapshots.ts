@@ -7,7 +7,7 @@ import { crc32 } from 'node:zlib';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/tables.ts';
-import { arraysOfParts, emptyParts, type SearchIndexParts } from '../domain/search-index.ts';
+import { arraysOfParts, emptyParts, partsBytes, type SearchIndexParts } from '../domain/search-index.ts';
 import { findDirectoryStamp } from '../repositories/search-index-repository.ts';
 
 /**
@@ -131,7 +131,7 @@ export async function readSnapshot(directory: string, orgId: string, isListed: (
     const header = parseHeader(headerBytes);
     if (header === undefined || header.orgId !== orgId || header.endianness !== endianness()) return undefined;
     // Checked before anything is allocated: the header could claim any size.
-    if (size !== PREFIX_BYTES + headerLength + header.keyBytes + partsBytes(header.users) + 4) return undefined;
+    if (size !== PREFIX_BYTES + headerLength + partsBytes(header.users, header.keyBytes) + 4) return undefined;
     if (!(await isListed({ version: header.version, stamp: header.stamp }))) return undefined;
     const parts = emptyParts(header.version, header.users, header.keyBytes);
     const arrays = arraysOfParts(parts).map(bytesOf);
@@ -150,11 +150,6 @@ export async function readSnapshot(directory: string, orgId: string, isListed: (
   } finally {
     await handle.close();
   }
-}
-
-/** Bytes of the arrays of `users` users' parts but the keys: starts, kinds, seqs, three orders. */
-function partsBytes(users: number): number {
-  return (users + 1) * 4 + users + users * 8 + 3 * users * 4;
 }
 
 /** Fills `bytes` from the file at `at` (a read may give fewer bytes than asked); false at the end of the file. */

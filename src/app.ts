@@ -67,7 +67,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   const renderer = new RenderPool(config.render);
   const snapshots = snapshotDirectory(config);
   const searchIndexes = new SearchIndexes(database.db, config.search, (job) => loadInProcess(config, job), app.log, {
-    snapshotOf: (orgId, version) => readListedSnapshot(snapshots, database.db, orgId, version),
+    snapshotOf: (orgId, version, after) => readListedSnapshot(snapshots, database.db, orgId, version, after),
   });
   app.addHook('onClose', async () => {
     await searchIndexes.close();

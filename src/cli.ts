@@ -14,6 +14,7 @@ import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from '.
 import { hashPassword } from './auth/password-hash.ts';
 import { deleteCredential, upsertCredential } from './repositories/credential-repository.ts';
 import { ImportRejected, importDirectory } from './services/directory-import.ts';
+import { importOptionsFor } from './services/search-index-import-copies.ts';
 import { ListenError, serve } from './server.ts';
 
 const USAGE = `Usage: signroom <command>
@@ -57,7 +58,9 @@ async function runImport(config: Config, result: ValidationResult | OpenDirector
       mmapBytes: Math.max(config.sqliteMemory.mmapBytes, IMPORT_SQLITE_MEMORY.mmapBytes),
       cacheBytes: Math.max(config.sqliteMemory.cacheBytes, IMPORT_SQLITE_MEMORY.cacheBytes),
     };
-    const counts = await withDatabase({ ...config, sqliteMemory }, (db) => importDirectory(db, result.file, result.problems, assertUnchanged));
+    const counts = await withDatabase({ ...config, sqliteMemory }, (db) =>
+      importDirectory(db, result.file, result.problems, { ...importOptionsFor(config), ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}) }),
+    );
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
         `with ${counts.members} member(s), ${counts.credentials} credential(s)`,

@@ -85,6 +85,29 @@ interface ImportRun {
   indexesDropped: boolean;
   /** Listed with each organization's new directory version (see the directory-states migration). */
   stamp: string;
+  /** The organizations written, in file order. */
+  imported: ImportedOrganization[];
+}
+
+/** An organization an import wrote: what a step run before the commit (ImportOptions.beforeCommit) is told of it. */
+export interface ImportedOrganization {
+  id: string;
+  /** Users the file gives it: at most that many of its users changed. */
+  usersInFile: number;
+  /** It had no user stored before: every user of it is new. */
+  firstUsers: boolean;
+}
+
+export interface ImportOptions {
+  /** Called before the commit: a file read twice must not have changed in between (throws if it did). */
+  assertSourceUnchanged?: () => void;
+  /**
+   * Run last in the import's transaction, once everything is written and only the commit is left,
+   * with the organizations written and the stamp their new versions are listed with.
+   */
+  beforeCommit?: (trx: Transaction<Database>, imported: readonly ImportedOrganization[], stamp: string) => Promise<void>;
+  /** Run once the import is committed (and, on PostgreSQL, its rows marked visible), with the organizations written. */
+  afterCommit?: (db: Kysely<Database>, imported: readonly ImportedOrganization[]) => Promise<void>;
 }
 
 /** Once a problem is known the run only checks on, so it can report every problem; the transaction is rolled back. */
@@ -96,14 +119,13 @@ const writing = (run: ImportRun) => run.problems.length === 0;
  * that need the database (emails and members of users imported earlier) run in
  * the same transaction as the users and rooms are read, batch by batch; with
  * any problem (from the file or found here) the run only checks on, reports
- * every problem and rolls everything back. `assertSourceUnchanged` is called
- * before the commit (a file read twice must not have changed in between).
+ * every problem and rolls everything back.
  */
 export async function importDirectory(
   db: Kysely<Database>,
   file: DirectoryFile,
   fileProblems: readonly ImportProblem[] = [],
-  assertSourceUnchanged: () => void = () => undefined,
+  options: ImportOptions = {},
 ): Promise<ImportCounts> {
   if (fileProblems.length > 0 && file.organizations.length === 0) throw new ImportRejected([...fileProblems]);
   const hashed = fileProblems.length > 0 ? [] : await Promise.all(
@@ -114,9 +136,10 @@ export async function importDirectory(
     })),
   );
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
+  let imported: ImportedOrganization[] = [];
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
-    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false, stamp: randomUUID() };
+    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false, stamp: randomUUID(), imported: [] };
     const importAll = async () => {
       for (const organization of file.organizations) await importOrganization(run, organization);
     };
@@ -136,12 +159,15 @@ export async function importDirectory(
     } else {
       await importAll();
     }
-    assertSourceUnchanged();
+    options.assertSourceUnchanged?.();
     if (!writing(run)) throw new ImportRejected(run.problems);
     await refreshPlannerStatistics(trx);
     for (const credential of hashed) await upsertCredential(trx, credential);
+    await options.beforeCommit?.(trx, run.imported, run.stamp);
+    imported = run.imported;
   });
   await markImportVisible(db);
+  await options.afterCommit?.(db, imported);
   return counts;
 }
 
@@ -151,6 +177,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   // The directory version this import makes: what it changes is marked with it (see the changed_in migration).
   const version = writing(run) ? await upsertOrganizationRow(run, organization) : 0;
   run.counts.organizations += 1;
+  run.imported.push({ id: organization.id, usersInFile: organization.userCount, firstUsers });
 
   let bulkLoaded = false;
   // Checking only, a first import's users have nothing to be checked against.
@@ -275,6 +302,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
   for (const organization of organizations) {
     pendingOrganizations.push(organization);
     run.counts.organizations += 1;
+    run.imported.push({ id: organization.id, usersInFile: organization.userCount, firstUsers: true });
     for (const user of organization.users()) {
       // changed_in 0: no index can hold users of an organization that had none (see the changed_in migration).
       pendingUsers.push(userRow(organization.id, user, 0));

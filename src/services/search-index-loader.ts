@@ -87,7 +87,8 @@ async function readOrganization(
   return { result: { kind: 'index', parts }, stamp: withStamp ? await findDirectoryStamp(db, job.orgId, size.version) : undefined };
 }
 
-async function readIndexParts(db: Kysely<Database>, orgId: string, size: { version: number; users: number }): Promise<SearchIndexParts> {
+/** The organization's index, read in pieces; `size` is its version and users as the same snapshot sees them. */
+export async function readIndexParts(db: Kysely<Database>, orgId: string, size: { version: number; users: number }): Promise<SearchIndexParts> {
   const builder = new SearchIndexBuilder(size.version, size.users);
   for (let after = -1; ; ) {
     const users = await readIndexedUsers(db, orgId, after, PIECE);

@@ -98,10 +98,14 @@ export async function writeSnapshot(directory: string, orgId: string, state: Dir
 
 /**
  * The organization's copy, if there is one of its directory at `version` or
- * an earlier version that the database lists with the copy's stamp.
+ * an earlier version (but later than `after`) that the database lists with the copy's stamp.
  */
-export function readListedSnapshot(directory: string, db: Kysely<Database>, orgId: string, version: number): Promise<SearchIndexParts | undefined> {
-  return readSnapshot(directory, orgId, async (state) => state.version <= version && (await findDirectoryStamp(db, orgId, state.version)) === state.stamp);
+export function readListedSnapshot(directory: string, db: Kysely<Database>, orgId: string, version: number, after = -1): Promise<SearchIndexParts | undefined> {
+  return readSnapshot(
+    directory,
+    orgId,
+    async (state) => state.version <= version && state.version > after && (await findDirectoryStamp(db, orgId, state.version)) === state.stamp,
+  );
 }
 
 /**

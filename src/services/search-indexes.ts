@@ -23,6 +23,11 @@ export interface SearchIndexLog {
 
 /** Bytes an index holds per user, roughly (measured at a million users: 73), to skip a load that could not fit. */
 const BYTES_PER_USER = 80;
+
+/** The most users an organization may have to get an index: one that could not fit is not read. */
+export function maxIndexedUsers(policy: SearchIndexPolicy): number {
+  return Math.floor(policy.memoryBytes / BYTES_PER_USER);
+}
 /** After a load fails (the database went away), the organization is not tried again for this long. */
 const RETRY_AFTER_MS = 30_000;
 /** A load running longer than this is stopped (and counts as failed): a stuck one must not hold the queue. */
@@ -33,7 +38,7 @@ const LOAD_TIMEOUT_MS = 5 * 60_000;
  * meanwhile. Laying changes over an index runs on the request thread: measured at a million users,
  * 20–35 ms for 2,000 changed users, 190 ms for 20,000.
  */
-const MAX_LAID_OVER = 10_000;
+export const MAX_LAID_OVER = 10_000;
 /**
  * Beyond this many users changed since the index was read whole, it is read whole again in the
  * background, while the index with the changes laid over it goes on answering.
@@ -69,9 +74,10 @@ export interface DirectoryReads {
   changesSince(job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult>;
   /**
    * The copy of the organization's index kept on disk, if there is one of the directory at
-   * `version` or an earlier version the database lists (src/services/search-index-snapshots.ts).
+   * `version` or an earlier version the database lists, later than `after`
+   * (src/services/search-index-snapshots.ts).
    */
-  snapshotOf(orgId: string, version: number): Promise<SearchIndexParts | undefined>;
+  snapshotOf(orgId: string, version: number, after: number): Promise<SearchIndexParts | undefined>;
 }
 
 /** Starts a load (in a process of its own: src/services/search-index-loader.ts). */
@@ -357,18 +363,19 @@ export class SearchIndexes {
       // To be read whole: the older index goes now, and its memory is free for the load.
       if (this.#ready.get(orgId) === held) this.#ready.delete(orgId);
     }
-    const maxUsers = Math.floor(this.#policy.memoryBytes / BYTES_PER_USER);
+    const maxUsers = maxIndexedUsers(this.#policy);
     // Most organizations are small: their size, from the tallies, spares them a loading process.
     const size = await this.#reads.sizeOf(orgId);
     if (size === undefined || size.users < this.#policy.minUsers || size.users > maxUsers) {
       if (size !== undefined) remember(this.#skipped, orgId, size.version);
       return;
     }
-    // With nothing held (after a restart, or once dropped), the copy kept on disk of this state or
-    // an earlier one the database lists, brought up to date below: read here in a fraction of a
-    // second, where a loading process takes seconds to read a million users. Never to replace an
-    // index that is held.
-    const kept = held === undefined && !whole ? await this.#reads.snapshotOf(orgId, size.version) : undefined;
+    // With nothing held (after a restart, or once dropped), or what was held too far behind to be
+    // brought up to date (an import changed many users, and left a copy: search-index-import-copies.ts),
+    // the copy kept on disk of this state or an earlier one the database lists, newer than what was
+    // held, brought up to date below: read here in about a second, where a loading process takes
+    // seconds to read a million users. Never in place of a whole read asked for.
+    const kept = whole ? undefined : await this.#reads.snapshotOf(orgId, size.version, held?.index.version ?? -1);
     const result: LoadResult =
       kept !== undefined ? { kind: 'index', parts: kept, fromSnapshot: true } : await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
     if (this.#closed) return;
@@ -422,7 +429,7 @@ export class SearchIndexes {
     if (this.#closed) return true;
     if (result.kind !== 'changes' || this.#ready.get(orgId) !== held) return false;
     if (result.version === held.index.version) return true;
-    if (result.users > Math.floor(this.#policy.memoryBytes / BYTES_PER_USER)) return false;
+    if (result.users > maxIndexedUsers(this.#policy)) return false;
     const index = held.index.withChanges(result.version, result.users, result.changed);
     if (index === undefined) return false;
     const replaced = new Set(result.rooms);

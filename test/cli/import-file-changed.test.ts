@@ -37,7 +37,7 @@ describe('an import file changed between its two readings', () => {
     const handle = openDatabase(t.config);
     try {
       await migrateToLatest(handle);
-      await assert.rejects(importDirectory(handle.db, directory.file, directory.problems, directory.assertUnchanged));
+      await assert.rejects(importDirectory(handle.db, directory.file, directory.problems, { assertSourceUnchanged: directory.assertUnchanged }));
       assert.throws(() => directory.assertUnchanged(), DirectoryFileChanged);
       const rows = (await sql<{ n: number | string }>`SELECT count(*) AS n FROM users WHERE org_id = 'changing'`.execute(handle.db)).rows;
       assert.equal(Number(rows[0]!.n), 0);

@@ -9,6 +9,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
 import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
 import { importDirectory } from '../../src/services/directory-import.ts';
+import { importOptionsFor } from '../../src/services/search-index-import-copies.ts';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -51,7 +52,7 @@ export async function startTestApp(env: Record<string, string> = {}, now?: () =>
       const handle = openDatabase(config);
       try {
         await migrateToLatest(handle);
-        await importDirectory(handle.db, result.file);
+        await importDirectory(handle.db, result.file, [], importOptionsFor(config));
       } finally {
         await handle.close();
       }

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
-import { LISTED_STATES } from '../../src/services/directory-import.ts';
+import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
+import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
+import { importDirectory, LISTED_STATES } from '../../src/services/directory-import.ts';
+import { importOptionsFor } from '../../src/services/search-index-import-copies.ts';
+import { MAX_LAID_OVER } from '../../src/services/search-indexes.ts';
 import { basic, LOOKUP, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const AUTH = basic('root', 'root-password');
@@ -14,13 +18,14 @@ const AUTH = basic('root', 'root-password');
 const users = Array.from({ length: 40 }, (_, k) => ({ id: `u${k}`, firstname: 'Ann', lastname: `Lastname${k}x`, email: `u${k}@acme.example` }));
 
 /** Asks a lookup with terms (which queues the index), waits until the index is held, and returns the emails the lookup answers then. */
-async function lookupOnceIndexed(app: FastifyInstance, term: string): Promise<string[]> {
-  const ask = async () => {
-    const response = await app.inject({ url: `${LOOKUP('acme', 'room')}?searchQuery=${term}`, headers: { authorization: AUTH } });
+async function lookupOnceIndexed(app: FastifyInstance, term: string, orgId = 'acme'): Promise<string[]> {
+  const ask = async (query = term) => {
+    const response = await app.inject({ url: `${LOOKUP(orgId, 'room')}?searchQuery=${query}`, headers: { authorization: AUTH } });
     assert.equal(response.statusCode, 200, response.body);
     return (response.json() as { content: { email: string }[] }).content.map((user) => user.email);
   };
-  await ask();
+  // Another term, so the answer to this one is not cached from the database's.
+  await ask('queues-the-index');
   for (;;) {
     const status = (await app.inject('/readyz')).json().searchIndexes as { organizations: number; loading: number };
     if (status.organizations === 1 && status.loading === 0) return ask();
@@ -93,5 +98,71 @@ describe('copies of the search indexes on disk', () => {
       rows.map((row) => Number(row.version)),
       Array.from({ length: LISTED_STATES }, (_, k) => current - LISTED_STATES + 1 + k),
     );
+  });
+});
+
+/**
+ * An import that changes more users than a server lays over its index leaves a
+ * copy of the index, and a server takes the index from that copy rather than
+ * reading it whole. What answers is seen by changing a user's search key
+ * behind the import's back, after the copy is written (in the import's own
+ * transaction when the copy is written before the commit): the database then
+ * answers otherwise than the copy.
+ */
+describe('copies of the search indexes left by large imports', () => {
+  let t: TestApp;
+  const many = MAX_LAID_OVER + 1;
+  const bigUsers = (suffix: string) =>
+    Array.from({ length: many }, (_, k) => ({ id: `b${k}`, firstname: 'Bo', lastname: `Name${k}${suffix}`, email: `b${k}@big.example` }));
+  const copy = () => path.join(t.dataDir, 'search-indexes', 'org-big.index');
+  /** Imports as the CLI does, with user b1's search key changed to `tampered` just before the commit. */
+  const importTampered = async (users: object[], tampered: string) => {
+    const handle = openDatabase(t.config);
+    try {
+      await migrateToLatest(handle);
+      const { beforeCommit, afterCommit } = importOptionsFor(t.config);
+      const file = validateDirectoryFile({
+        organizations: [{ id: 'big', name: 'Big', users, rooms: [{ id: 'room', members: [] }] }],
+        credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+      });
+      await importDirectory(handle.db, file.file, file.problems, {
+        beforeCommit: async (trx, imported, stamp) => {
+          await beforeCommit!(trx, imported, stamp);
+          await sql`UPDATE users SET search_key = ${tampered} WHERE org_id = 'big' AND id = 'b1'`.execute(trx);
+        },
+        afterCommit: afterCommit!,
+      });
+    } finally {
+      await handle.close();
+    }
+  };
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_SEARCH_MIN_USERS: '0' });
+  });
+  after(() => t.close());
+
+  it('a first import of a large organization leaves a copy, which the server starts from', async () => {
+    await t.importDirectory({
+      organizations: [{ id: 'big', name: 'Big', users: bigUsers('x'), rooms: [{ id: 'room', members: [] }] }],
+      credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+    });
+    assert.ok(existsSync(copy()), 'written by the import');
+    await t.sql(sql`UPDATE users SET search_key = 'changed behind the import' WHERE org_id = 'big' AND id = 'b1'`);
+    assert.deepEqual(await lookupOnceIndexed(t.app, 'name1x', 'big'), ['b1@big.example'], 'from the copy, as the import wrote the user');
+  });
+
+  it('an import changing more users than are laid over leaves a copy, which the running server takes', async () => {
+    // The server holds the index of the first import (above); this one renames every user.
+    await importTampered(bigUsers('y'), 'tampered again');
+    assert.deepEqual(await lookupOnceIndexed(t.app, 'name1y', 'big'), ['b1@big.example'], 'from the new copy');
+    assert.deepEqual(await lookupOnceIndexed(t.app, 'name2x', 'big'), [], 'not the index held before');
+  });
+
+  it('an import changing fewer users leaves the copy as it was', async () => {
+    const before = statSync(copy()).mtimeMs;
+    await t.importDirectory({ organizations: [{ id: 'big', name: 'Big', users: bigUsers('z').slice(0, 10) }] });
+    assert.equal(statSync(copy()).mtimeMs, before);
+    assert.deepEqual(await lookupOnceIndexed(t.app, 'name1z', 'big'), ['b1@big.example'], 'laid over the index held');
   });
 });

@@ -55,9 +55,9 @@ function fakeLoader(
       if (org === undefined) return { kind: 'stale' };
       return org.changes === undefined ? { kind: 'many changes' } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
     },
-    snapshotOf: async (orgId, version) => {
+    snapshotOf: async (orgId, version, after) => {
       const copy = options.copies?.get(orgId);
-      if (copy === undefined || copy.version > version) return undefined;
+      if (copy === undefined || copy.version > version || copy.version <= after) return undefined;
       copiesRead.push(orgId);
       return parts(copy.version, copy.users, copy.keyLength);
     },
@@ -117,6 +117,34 @@ describe('SearchIndexes', () => {
     assert.equal(again.index('acme', 5)?.users, 12);
     assert.deepEqual(jobs.map((job) => job.kind), ['changes', 'changes', 'organization']);
     await again.close();
+  });
+
+  it('takes an index too far behind to be brought up to date from a newer copy (left by an import), not by reading it whole', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const copies = new Map<string, { version: number; users: number }>();
+    const { load, jobs, reads, copiesRead } = fakeLoader(directory, { copies });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization']);
+
+    // Many changes (the fake has none to lay over) and a copy of the new version: the copy is taken.
+    directory.set('acme', { version: 2, users: 14 });
+    copies.set('acme', { version: 2, users: 14 });
+    indexes.index('acme', 2);
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 2)?.users, 14);
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes'], 'no whole read');
+    assert.deepEqual(copiesRead, ['acme']);
+
+    // A copy no newer than the index held is of no use: read whole.
+    directory.set('acme', { version: 3, users: 15 });
+    indexes.index('acme', 3);
+    await settled(indexes);
+    assert.equal(indexes.index('acme', 3)?.users, 15);
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'changes', 'organization']);
+    assert.deepEqual(copiesRead, ['acme'], 'the older copy was passed over');
+    await indexes.close();
   });
 
   it('applies what changed to the index it holds, keeping the members of rooms not replaced', async () => {

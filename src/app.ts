@@ -20,7 +20,7 @@ import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { SearchIndexes } from './services/search-indexes.ts';
 import { loadInProcess, removeOrphanedResults } from './services/search-index-loader.ts';
-import { readListedSnapshot, snapshotDirectory } from './services/search-index-snapshots.ts';
+import { readListedSnapshot } from './services/search-index-snapshots.ts';
 import { DocumentService } from './services/documents.ts';
 import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
@@ -65,7 +65,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
 
   const blobs = await openBlobStore(database, config.dataDir);
   const renderer = new RenderPool(config.render);
-  const snapshots = snapshotDirectory(config);
+  const snapshots = config.searchCopiesDir;
   const searchIndexes = new SearchIndexes(database.db, config.search, (job) => loadInProcess(config, job), app.log, {
     snapshotOf: (orgId, version, after) => readListedSnapshot(snapshots, database.db, orgId, version, after),
   });

@@ -19,6 +19,8 @@ export interface Config {
   readonly maxPageSize: number;
   /** In-memory search indexes of large organizations (see src/services/search-indexes.ts). */
   readonly search: SearchIndexPolicy;
+  /** Where the copies of the search indexes are kept (src/services/search-index-snapshots.ts): processes and imports may share it. */
+  readonly searchCopiesDir: string;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
   readonly logLevel: string;
@@ -72,6 +74,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     host: nonEmpty(env, 'HOST', '127.0.0.1'),
     port: integer(env, 'PORT', 8080, 0, 65535),
     dataDir: path.resolve(cwd, nonEmpty(env, 'SIGNROOM_DATA_DIR', './data')),
+    searchCopiesDir: path.resolve(cwd, nonEmpty(env, 'SIGNROOM_SEARCH_COPIES_DIR', path.join(nonEmpty(env, 'SIGNROOM_DATA_DIR', './data'), 'search-indexes'))),
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'SIGNROOM_DB_POOL_SIZE', 10, 1, 1000),
     databaseChangeNotices: oneOf(env, 'SIGNROOM_DB_CHANGE_NOTICES', 'on', ['on', 'off']) === 'on',

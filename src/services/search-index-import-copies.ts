@@ -7,7 +7,7 @@ import { findOrganizationSize, readChangedUsers } from '../repositories/search-i
 import type { ImportedOrganization, ImportOptions } from './directory-import.ts';
 import { readIndexParts, readLoadJob } from './search-index-loader.ts';
 import { MAX_LAID_OVER, maxIndexedUsers } from './search-indexes.ts';
-import { snapshotDirectory, writeSnapshot } from './search-index-snapshots.ts';
+import { writeSnapshot } from './search-index-snapshots.ts';
 
 /**
  * What an import does beside writing the directory, in the CLI as in the tests: it leaves a copy
@@ -29,9 +29,9 @@ import { snapshotDirectory, writeSnapshot } from './search-index-snapshots.ts';
  * At a million users, the copy makes the import about 5.5 s longer. A copy that cannot be written
  * costs only a server's speed.
  */
-export function importOptionsFor(config: Pick<Config, 'dataDir' | 'search'>): Pick<ImportOptions, 'beforeCommit' | 'afterCommit'> {
+export function importOptionsFor(config: Pick<Config, 'searchCopiesDir' | 'search'>): Pick<ImportOptions, 'beforeCommit' | 'afterCommit'> {
   if (config.search.memoryBytes === 0) return {};
-  const directory = snapshotDirectory(config);
+  const directory = config.searchCopiesDir;
   const range = { minUsers: config.search.minUsers, maxUsers: maxIndexedUsers(config.search) };
   const large = (organization: ImportedOrganization) => organization.usersInFile > MAX_LAID_OVER;
   const readAfterCommit = (organization: ImportedOrganization, db: Kysely<Database>) => organization.firstUsers && dialectOf(db) === 'postgres';

@@ -5,7 +5,6 @@ import { endianness } from 'node:os';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Kysely } from 'kysely';
-import type { Config } from '../config.ts';
 import type { Database } from '../db/tables.ts';
 import { arraysOfParts, emptyParts, partsBytes, type SearchIndexParts } from '../domain/search-index.ts';
 import { findDirectoryStamp } from '../repositories/search-index-repository.ts';
@@ -34,11 +33,6 @@ const FORMAT = 1;
 const PREFIX_BYTES = 12;
 /** A temporary file older than this was left by a writer that was stopped. */
 const ABANDONED_MS = 10 * 60_000;
-
-/** Where a server keeps the copies: beside its SQLite file and blobs. */
-export function snapshotDirectory(config: Pick<Config, 'dataDir'>): string {
-  return path.join(config.dataDir, 'search-indexes');
-}
 
 /** The state of an organization's directory an index was read at: its version, and the stamp the database lists it with. */
 export interface DirectoryState {

@@ -7,7 +7,6 @@ import { rmSync } from 'node:fs';
 import type { Config } from '../config.ts';
 import { openDatabase } from '../db/database.ts';
 import { readLoadJob, writeResult, type LoadJob } from './search-index-loader.ts';
-import { snapshotDirectory } from './search-index-snapshots.ts';
 
 /** The result file, until the reply naming it is sent: the server removes it from then on. */
 let unsent: string | undefined;
@@ -32,7 +31,7 @@ async function load(config: Config, job: LoadJob, file: string): Promise<void> {
   });
   let reply: object;
   try {
-    reply = { result: await writeResult(await readLoadJob(database.db, job, { snapshots: snapshotDirectory(config) }), file) };
+    reply = { result: await writeResult(await readLoadJob(database.db, job, { snapshots: config.searchCopiesDir }), file) };
   } catch (error) {
     reply = { error: error instanceof Error ? error.message : String(error) };
   } finally {

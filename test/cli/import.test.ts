@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
@@ -7,6 +7,7 @@ import { cliWorkspace, runCli, type CliWorkspace } from '../helpers/cli.ts';
 import { TEST_DIALECT } from '../helpers/databases.ts';
 import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
 import { topHalfBlackPdf } from '../helpers/pdf.ts';
+import { MAX_LAID_OVER } from '../../src/services/search-indexes.ts';
 
 describe('bin/signroom import', () => {
   let workspace: CliWorkspace;
@@ -222,6 +223,27 @@ describe('bin/signroom import', () => {
         : // Forced through the trigram index, which must agree with the users table.
           await workspace.sql<{ id: string }>(sql`SET enable_seqscan = off`, sql`SELECT id FROM users WHERE search_key LIKE '%zoe@%' ORDER BY id`);
     assert.deepEqual(hits.map((row) => row.id), ['u1']);
+  });
+
+  it('leaves a copy of the search index of a large organization it loads, where SIGNROOM_SEARCH_COPIES_DIR says', async () => {
+    const copies = path.join(dataDir, 'shared-copies');
+    const users = Array.from({ length: MAX_LAID_OVER + 1 }, (_, k) => ({ id: `l${k}`, email: `l${k}@large.example` }));
+    const result = await runCli(['import', write('large.json', { organizations: [{ id: 'large', name: 'Large', users }] })], {
+      ...env(),
+      SIGNROOM_SEARCH_MIN_USERS: '0',
+      SIGNROOM_SEARCH_COPIES_DIR: copies,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(readdirSync(copies), ['org-large.index']);
+    assert.equal(existsSync(path.join(dataDir, 'search-indexes', 'org-large.index')), false, 'not in the data directory');
+    // Below SIGNROOM_SEARCH_MIN_USERS (20,000 by default), an organization gets no index, and no copy.
+    rmSync(copies, { recursive: true });
+    const again = await runCli(['import', write('large-too.json', { organizations: [{ id: 'large-too', name: 'Large too', users }] })], {
+      ...env(),
+      SIGNROOM_SEARCH_COPIES_DIR: copies,
+    });
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(existsSync(copies), false);
   });
 
   it('sets and revokes a credential', async () => {

@@ -52,6 +52,8 @@ const READ_AGAIN_AFTER = 2_000;
  */
 const WATCH_MS = 50;
 const WATCH_WITHOUT_TOKEN_MS = 500;
+/** How long a starting server waits at most for the indexes it takes from their copies on disk (see preload). */
+const PRELOAD_WAIT_MS = 10_000;
 /** Organizations remembered as not indexed, or as failed: the oldest are forgotten beyond this (and may be looked at again). */
 const REMEMBERED = 10_000;
 
@@ -69,6 +71,8 @@ type Job = { kind: 'organization'; orgId: string; whole?: boolean } | { kind: 'r
  * snapshot: a loading process would take longer to start than the read).
  */
 export interface DirectoryReads {
+  /** The organizations of at least `minUsers` users, largest first. */
+  bySize(minUsers: number): Promise<{ orgId: string; users: number }[]>;
   sizeOf(orgId: string): Promise<{ version: number; users: number } | undefined>;
   versionsOf(orgIds: readonly string[]): Promise<Map<string, number>>;
   changesSince(job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult>;
@@ -133,7 +137,6 @@ function jobKey(job: Job): string {
  * to stay within the memory policy.
  */
 export class SearchIndexes {
-  readonly #db: Kysely<Database>;
   readonly #policy: SearchIndexPolicy;
   readonly #load: Loader;
   readonly #log: SearchIndexLog;
@@ -167,15 +170,15 @@ export class SearchIndexes {
   #warm = false;
 
   /**
-   * `db` lists the organizations to preload, and by default makes the `reads` (sizes, versions,
-   * what changed); `load` reads an index whole, or a room's members, in a process of its own.
+   * `db` makes the `reads` not given (the organizations by size, sizes, versions, what changed,
+   * none of the copies); `load` reads an index whole, or a room's members, in a process of its own.
    */
   constructor(db: Kysely<Database>, policy: SearchIndexPolicy, load: Loader, log: SearchIndexLog, reads: Partial<DirectoryReads> = {}) {
-    this.#db = db;
     this.#policy = policy;
     this.#load = load;
     this.#log = log;
     this.#reads = {
+      bySize: reads.bySize ?? ((minUsers) => findOrganizationsBySize(db, minUsers)),
       sizeOf: reads.sizeOf ?? ((orgId) => findOrganizationSize(db, orgId)),
       versionsOf: reads.versionsOf ?? ((orgIds) => findDirectoryVersions(db, orgIds)),
       changesSince: reads.changesSince ?? ((job) => readLoadJob(db, job)),
@@ -215,14 +218,24 @@ export class SearchIndexes {
     return { organizations: this.#ready.size, loading: this.#queued.size };
   }
 
-  /** Queues a load for every organization large enough, largest first, as far as the memory allows. */
-  async preload(): Promise<void> {
+  /**
+   * Queues a load for every organization large enough, largest first, as far as the memory allows;
+   * resolves once the loads have taken every index they could from its copy on disk, that is when
+   * none is left or one needs a loading process (a whole read from the database, which goes on in
+   * the background), or after `withinMs` at most. A server listens then: copies take about a
+   * second at a million users, lookups with terms answered by the database meanwhile otherwise.
+   */
+  async preload(withinMs = PRELOAD_WAIT_MS): Promise<void> {
     if (this.#policy.memoryBytes === 0) return;
     let planned = 0;
-    for (const { orgId, users } of await findOrganizationsBySize(this.#db, Math.max(1, this.#policy.minUsers))) {
+    for (const { orgId, users } of await this.#reads.bySize(Math.max(1, this.#policy.minUsers))) {
       planned += users * BYTES_PER_USER;
       if (planned > this.#policy.memoryBytes) break;
       this.#enqueue({ kind: 'organization', orgId });
+    }
+    const started = performance.now();
+    while (this.#working !== undefined && this.#current === undefined && performance.now() - started < withinMs) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 

@@ -47,6 +47,8 @@ function fakeLoader(
     return { result, cancel: async () => void (cancelled = true) };
   };
   const reads: DirectoryReads = {
+    bySize: async (minUsers) =>
+      [...directory].filter(([, org]) => org.users >= minUsers).map(([orgId, org]) => ({ orgId, users: org.users })).sort((a, b) => b.users - a.users),
     sizeOf: async (orgId) => directory.get(orgId),
     versionsOf: async (orgIds) => new Map(orgIds.flatMap((orgId) => (directory.has(orgId) ? [[orgId, directory.get(orgId)!.version]] : []))),
     changesSince: async (job) => {
@@ -144,6 +146,28 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('acme', 3)?.users, 15);
     assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'changes', 'organization']);
     assert.deepEqual(copiesRead, ['acme'], 'the older copy was passed over');
+    await indexes.close();
+  });
+
+  it('preloads the largest organizations, and resolves once the copies on disk are taken, leaving whole reads to the background', async () => {
+    const directory: Directory = new Map([
+      ['copied', { version: 2, users: 30 }],
+      ['read', { version: 1, users: 20 }],
+      ['small', { version: 1, users: 3 }],
+    ]);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { load, jobs, reads, copiesRead } = fakeLoader(directory, { gate, copies: new Map([['copied', { version: 2, users: 30 }]]) });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 10 }, load, quiet, reads);
+    await indexes.preload();
+    assert.deepEqual(copiesRead, ['copied']);
+    assert.equal(indexes.index('copied', 2)?.users, 30, 'held before preload resolves');
+    assert.deepEqual(jobs.map((job) => job.orgId), ['read'], 'the whole read has started, and goes on');
+    assert.deepEqual(indexes.status(), { organizations: 1, loading: 1 });
+    open();
+    await settled(indexes);
+    assert.equal(indexes.index('read', 1)?.users, 20);
+    assert.equal(indexes.index('small', 1), undefined, 'below the minimum: never loaded');
     await indexes.close();
   });
 

@@ -106,8 +106,6 @@ export interface ImportOptions {
    * with the organizations written and the stamp their new versions are listed with.
    */
   beforeCommit?: (trx: Transaction<Database>, imported: readonly ImportedOrganization[], stamp: string) => Promise<void>;
-  /** Run once the import is committed (and, on PostgreSQL, its rows marked visible), with the organizations written. */
-  afterCommit?: (db: Kysely<Database>, imported: readonly ImportedOrganization[]) => Promise<void>;
 }
 
 /** Once a problem is known the run only checks on, so it can report every problem; the transaction is rolled back. */
@@ -136,7 +134,6 @@ export async function importDirectory(
     })),
   );
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
-  let imported: ImportedOrganization[] = [];
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
     const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false, stamp: randomUUID(), imported: [] };
@@ -164,10 +161,8 @@ export async function importDirectory(
     await refreshPlannerStatistics(trx);
     for (const credential of hashed) await upsertCredential(trx, credential);
     await options.beforeCommit?.(trx, run.imported, run.stamp);
-    imported = run.imported;
   });
   await markImportVisible(db);
-  await options.afterCommit?.(db, imported);
   return counts;
 }
 

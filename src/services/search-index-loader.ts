@@ -41,8 +41,8 @@ export type LoadResult =
   | { kind: 'members'; seqs: Float64Array }
   /** The organization at `version`, of `users` users: those changed since, and the rooms whose member lists were replaced. */
   | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[] }
-  /** More users changed than the job allows: the index is better read whole. */
-  | { kind: 'many changes' }
+  /** More users changed than the job allows: the index is better read whole (the rooms whose member lists were replaced, still). */
+  | { kind: 'many changes'; rooms: string[] }
   /** The organization is gone, or (a room) no longer at the version asked for. */
   | { kind: 'stale' };
 
@@ -113,8 +113,9 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
   const size = await findOrganizationSize(db, job.orgId);
   if (size === undefined) return { kind: 'stale' };
   const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
-  if (changed.length > job.maxChanges) return { kind: 'many changes' };
-  return { kind: 'changes', version: size.version, users: size.users, changed, rooms: await readChangedRooms(db, job.orgId, job.since) };
+  const rooms = await readChangedRooms(db, job.orgId, job.since);
+  if (changed.length > job.maxChanges) return { kind: 'many changes', rooms };
+  return { kind: 'changes', version: size.version, users: size.users, changed, rooms };
 }
 
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {

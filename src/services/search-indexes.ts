@@ -370,9 +370,13 @@ export class SearchIndexes {
 
   async #loadOrganization(orgId: string, started: number, whole: boolean): Promise<void> {
     const held = this.#ready.get(orgId);
+    // The rooms of an index too far behind whose members were not replaced since: they stand in any later index.
+    let standing = new Map<string, RoomMembers>();
     // Read whole to take the place of one with many changes laid over it, which answers meanwhile.
     if (held !== undefined && !whole) {
-      if ((await this.#update(orgId, held, started)) || this.#closed) return;
+      const updated = await this.#update(orgId, held, started);
+      if (updated === true || this.#closed) return;
+      standing = updated;
       // To be read whole: the older index goes now, and its memory is free for the load.
       if (this.#ready.get(orgId) === held) this.#ready.delete(orgId);
     }
@@ -399,6 +403,8 @@ export class SearchIndexes {
     this.#ready.delete(orgId);
     if (result.kind === 'skipped') remember(this.#skipped, orgId, result.version);
     if (result.kind !== 'index') return;
+    // Users added since are at the end of a later index (seq order), and none is a member of a room not replaced.
+    for (const [roomId, members] of standing) rooms.set(roomId, members.extendedTo(result.parts.seqs.length));
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
     // Judged at the version the index is to answer at: a copy of an earlier one is brought up to it below.
     const version = result.fromSnapshot === true ? size.version : result.parts.version;
@@ -424,7 +430,7 @@ export class SearchIndexes {
     // many changes, the index is read whole after all.
     if (result.fromSnapshot === true && index.version < size.version) {
       const copied = this.#ready.get(orgId);
-      if (copied === undefined || (await this.#update(orgId, copied, started)) || this.#closed) return;
+      if (copied === undefined || (await this.#update(orgId, copied, started)) === true || this.#closed) return;
       if (this.#ready.get(orgId) === copied) this.#ready.delete(orgId);
       await this.#loadOrganization(orgId, started, true);
     }
@@ -432,22 +438,26 @@ export class SearchIndexes {
 
   /**
    * Brings the held index of an organization up to its current version from the users changed
-   * since (and the rooms' members not replaced since, kept): true once done (or nothing changed),
-   * false when the index is to be read whole (too many changes, or changes it cannot place).
+   * since (and the rooms' members not replaced since, kept): true once done (or nothing changed);
+   * otherwise the index is to be read whole (too many changes, or changes it cannot place), and
+   * what is returned are its rooms whose members were not replaced since (as the index held
+   * them, for the index read whole to keep).
    */
-  async #update(orgId: string, held: Ready, started: number): Promise<boolean> {
+  async #update(orgId: string, held: Ready, started: number): Promise<true | Map<string, RoomMembers>> {
     const maxChanges = MAX_LAID_OVER - held.index.changesLaidOver;
-    if (maxChanges <= 0) return false;
+    if (maxChanges <= 0) return new Map();
     const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges });
     if (this.#closed) return true;
-    if (result.kind !== 'changes' || this.#ready.get(orgId) !== held) return false;
-    if (result.version === held.index.version) return true;
-    if (result.users > maxIndexedUsers(this.#policy)) return false;
-    const index = held.index.withChanges(result.version, result.users, result.changed);
-    if (index === undefined) return false;
+    if (this.#ready.get(orgId) !== held || (result.kind !== 'changes' && result.kind !== 'many changes')) return new Map();
     const replaced = new Set(result.rooms);
+    const standing = new Map([...held.rooms].filter(([roomId]) => !replaced.has(roomId)));
+    if (result.kind === 'many changes') return standing;
+    if (result.version === held.index.version) return true;
+    if (result.users > maxIndexedUsers(this.#policy)) return new Map();
+    const index = held.index.withChanges(result.version, result.users, result.changed);
+    if (index === undefined) return standing;
     const rooms = new Map<string, RoomMembers>();
-    for (const [roomId, members] of held.rooms) if (!replaced.has(roomId)) rooms.set(roomId, members.extendedTo(result.users));
+    for (const [roomId, members] of standing) rooms.set(roomId, members.extendedTo(result.users));
     this.#ready.delete(orgId);
     if (!this.#makeRoom(bytesHeld({ index, rooms }), orgId)) {
       remember(this.#skipped, orgId, result.version);

@@ -7,7 +7,10 @@ import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search
 import { SearchIndexes, type DirectoryReads } from '../../src/services/search-indexes.ts';
 
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
-type Directory = Map<string, { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[] } }>;
+type Directory = Map<
+  string,
+  { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[] }; replacedRooms?: string[] }
+>;
 
 /** User `seq`'s search key: no first or last name, an email that sorts by seq. */
 const emailOf = (seq: number, keyLength = 45) => `user${String(seq).padStart(4, '0')}`.padEnd(keyLength - 2, '.');
@@ -55,7 +58,7 @@ function fakeLoader(
       jobs.push(job);
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
-      return org.changes === undefined ? { kind: 'many changes' } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
+      return org.changes === undefined ? { kind: 'many changes', rooms: org.replacedRooms ?? [] } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
     },
     snapshotOf: async (orgId, version, after) => {
       const copy = options.copies?.get(orgId);
@@ -146,6 +149,37 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('acme', 3)?.users, 15);
     assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'changes', 'organization']);
     assert.deepEqual(copiesRead, ['acme'], 'the older copy was passed over');
+    await indexes.close();
+  });
+
+  it('keeps the members of rooms not replaced when an index too far behind is taken from a copy or read whole', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
+    const copies = new Map<string, { version: number; users: number }>();
+    const { load, jobs, reads } = fakeLoader(directory, { copies });
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    for (const roomId of ['kept', 'replaced']) indexes.members('acme', indexes.index('acme', 1)!, roomId);
+    await settled(indexes);
+
+    // Many changes, the room "replaced" among them: from the copy, "kept" keeps its members, extended to the users added.
+    directory.set('acme', { version: 2, users: 14, replacedRooms: ['replaced'] });
+    copies.set('acme', { version: 2, users: 14 });
+    indexes.index('acme', 2);
+    await settled(indexes);
+    const fromCopy = indexes.index('acme', 2)!;
+    const loads = jobs.length;
+    assert.deepEqual([1, 3, 12].map((user) => indexes.members('acme', fromCopy, 'kept')?.has(user)), [true, true, false]);
+    assert.equal(indexes.members('acme', fromCopy, 'replaced'), undefined, 'read again');
+    assert.deepEqual(jobs.slice(loads).map((job) => job.kind === 'room' && job.roomId), ['replaced']);
+
+    // The same when the index is read whole (no newer copy).
+    directory.set('acme', { version: 3, users: 15 });
+    indexes.index('acme', 3);
+    await settled(indexes);
+    const readWhole = indexes.index('acme', 3)!;
+    assert.equal(jobs.at(-1)?.kind, 'organization');
+    assert.equal(indexes.members('acme', readWhole, 'kept')?.has(3), true);
     await indexes.close();
   });
 

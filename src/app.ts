@@ -140,7 +140,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   // Indexes kept on disk are taken before the server listens; those read from the database load in
   // the background, and until an organization's index is held, its lookups are answered by the database.
   app.addHook('onReady', async () => {
-    await searchIndexes.preload().catch((error: unknown) => app.log.warn({ err: error }, 'search index: could not list the organizations to load'));
+    await searchIndexes.preload();
     searchIndexes.watch(database.changes);
     removeOrphanedResults().then(
       (removed) => removed > 0 && app.log.info({ removed }, 'search index: removed result files left by servers that stopped mid-load'),

@@ -59,7 +59,7 @@ async function runImport(config: Config, result: ValidationResult | OpenDirector
       cacheBytes: Math.max(config.sqliteMemory.cacheBytes, IMPORT_SQLITE_MEMORY.cacheBytes),
     };
     const counts = await withDatabase({ ...config, sqliteMemory }, (db) =>
-      importDirectory(db, result.file, result.problems, { ...importOptionsFor(config), ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}) }),
+      importDirectory(db, result.file, result.problems, { ...importOptionsFor(config, (message) => console.error(`signroom: ${message}`)), ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}) }),
     );
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +

@@ -21,7 +21,7 @@ import {
   readSortOrder,
   type SortPosition,
 } from '../repositories/search-index-repository.ts';
-import { writeSnapshot } from './search-index-snapshots.ts';
+import { snapshotState, writeSnapshot } from './search-index-snapshots.ts';
 
 /**
  * What is read for the in-memory search indexes: an organization's index (unless it is too small or
@@ -41,8 +41,8 @@ export type LoadResult =
   | { kind: 'members'; seqs: Float64Array }
   /** The organization at `version`, of `users` users: those changed since, and the rooms whose member lists were replaced. */
   | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[] }
-  /** More users changed than the job allows: the index is better read whole (the rooms whose member lists were replaced, still). */
-  | { kind: 'many changes'; rooms: string[] }
+  /** More users changed than the job allows: the index is better read whole (the version, and the rooms whose member lists were replaced, still). */
+  | { kind: 'many changes'; version: number; rooms: string[] }
   /** The organization is gone, or (a room) no longer at the version asked for. */
   | { kind: 'stale' };
 
@@ -66,12 +66,19 @@ export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: {
       if (job.kind === 'organization') return readOrganization(trx, job, options.snapshots !== undefined);
       return { result: job.kind === 'changes' ? await readChanges(trx, job) : await readRoom(trx, job) };
     });
-  // Only of a version the database lists with its stamp. A copy that cannot be written (a read-only
-  // data directory) costs only the next start its speed.
-  if (result.kind === 'index' && stamp !== undefined) {
+  // Only of a version the database lists with its stamp, and not over a copy of a later state the
+  // database lists (an import's, written while this read ran). A copy that cannot be written (a
+  // read-only data directory) costs only the next start its speed.
+  if (result.kind === 'index' && stamp !== undefined && !(await hasListedCopyAfter(db, options.snapshots!, job.orgId, result.parts.version))) {
     await writeSnapshot(options.snapshots!, job.orgId, { version: result.parts.version, stamp }, result.parts).catch(() => undefined);
   }
   return result;
+}
+
+/** Whether the organization's copy in `directory` is of a state after `version` that the database lists. */
+async function hasListedCopyAfter(db: Kysely<Database>, directory: string, orgId: string, version: number): Promise<boolean> {
+  const state = await snapshotState(directory, orgId);
+  return state !== undefined && state.version > version && (await findDirectoryStamp(db, orgId, state.version)) === state.stamp;
 }
 
 /** The organization's index, read from the database; and, if `withStamp`, the stamp its version is listed with. */
@@ -114,7 +121,7 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
   if (size === undefined) return { kind: 'stale' };
   const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
   const rooms = await readChangedRooms(db, job.orgId, job.since);
-  if (changed.length > job.maxChanges) return { kind: 'many changes', rooms };
+  if (changed.length > job.maxChanges) return { kind: 'many changes', version: size.version, rooms };
   return { kind: 'changes', version: size.version, users: size.users, changed, rooms };
 }
 

@@ -108,6 +108,40 @@ export function readListedSnapshot(directory: string, db: Kysely<Database>, orgI
  * the file holds. Its parts are of the copy's version.
  */
 export async function readSnapshot(directory: string, orgId: string, isListed: (state: DirectoryState) => Promise<boolean>): Promise<SearchIndexParts | undefined> {
+  return withCopy(directory, orgId, async (handle, { prefix, headerBytes, header }) => {
+    if (!(await isListed({ version: header.version, stamp: header.stamp }))) return undefined;
+    const parts = emptyParts(header.version, header.users, header.keyBytes);
+    const arrays = arraysOfParts(parts).map(bytesOf);
+    let checksum = crc32(headerBytes, crc32(prefix));
+    let at = PREFIX_BYTES + headerBytes.byteLength;
+    for (const bytes of arrays) {
+      if (!(await readFully(handle, bytes, at))) return undefined;
+      checksum = crc32(bytes, checksum);
+      at += bytes.byteLength;
+    }
+    const trailer = Buffer.alloc(4);
+    if ((await handle.read(trailer, 0, 4, at)).bytesRead !== 4 || trailer.readUInt32LE(0) !== checksum >>> 0) return undefined;
+    return parts;
+  });
+}
+
+/** The state the organization's copy claims to be of (its header alone, unchecked beyond it), if there is a copy. */
+export function snapshotState(directory: string, orgId: string): Promise<DirectoryState | undefined> {
+  return withCopy(directory, orgId, async (_handle, { header }) => ({ version: header.version, stamp: header.stamp }));
+}
+
+interface CopyStart {
+  prefix: Buffer;
+  headerBytes: Buffer;
+  header: Header;
+}
+
+/**
+ * Opens the organization's copy and reads its prefix and header, which must be of this format,
+ * organization and byte order, and claim the file's size; then `use` reads on. Undefined if any
+ * of that fails, or `use` throws.
+ */
+async function withCopy<T>(directory: string, orgId: string, use: (handle: FileHandle, start: CopyStart) => Promise<T | undefined>): Promise<T | undefined> {
   let handle: FileHandle;
   try {
     // Non-blocking, so a FIFO put there is passed over below instead of waited on for good.
@@ -118,7 +152,6 @@ export async function readSnapshot(directory: string, orgId: string, isListed: (
   try {
     const info = await handle.stat();
     if (!info.isFile()) return undefined;
-    const size = info.size;
     const prefix = Buffer.alloc(PREFIX_BYTES);
     if ((await handle.read(prefix, 0, PREFIX_BYTES, 0)).bytesRead !== PREFIX_BYTES) return undefined;
     if (!prefix.subarray(0, 4).equals(MAGIC) || prefix.readUInt32LE(4) !== FORMAT) return undefined;
@@ -129,20 +162,8 @@ export async function readSnapshot(directory: string, orgId: string, isListed: (
     const header = parseHeader(headerBytes);
     if (header === undefined || header.orgId !== orgId || header.endianness !== endianness()) return undefined;
     // Checked before anything is allocated: the header could claim any size.
-    if (size !== PREFIX_BYTES + headerLength + partsBytes(header.users, header.keyBytes) + 4) return undefined;
-    if (!(await isListed({ version: header.version, stamp: header.stamp }))) return undefined;
-    const parts = emptyParts(header.version, header.users, header.keyBytes);
-    const arrays = arraysOfParts(parts).map(bytesOf);
-    let checksum = crc32(headerBytes, crc32(prefix));
-    let at = PREFIX_BYTES + headerLength;
-    for (const bytes of arrays) {
-      if (!(await readFully(handle, bytes, at))) return undefined;
-      checksum = crc32(bytes, checksum);
-      at += bytes.byteLength;
-    }
-    const trailer = Buffer.alloc(4);
-    if ((await handle.read(trailer, 0, 4, at)).bytesRead !== 4 || trailer.readUInt32LE(0) !== checksum >>> 0) return undefined;
-    return parts;
+    if (info.size !== PREFIX_BYTES + headerLength + partsBytes(header.users, header.keyBytes) + 4) return undefined;
+    return await use(handle, { prefix, headerBytes, header });
   } catch {
     return undefined;
   } finally {

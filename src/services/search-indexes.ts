@@ -45,6 +45,12 @@ export const MAX_LAID_OVER = 10_000;
  */
 const READ_AGAIN_AFTER = 2_000;
 /**
+ * An import that changes more users of an organization than this leaves a copy of its index
+ * (search-index-import-copies.ts): a server holding the index may have up to READ_AGAIN_AFTER
+ * changes laid over it already, and lays at most MAX_LAID_OVER.
+ */
+export const IMPORT_COPY_AFTER = MAX_LAID_OVER - READ_AGAIN_AFTER;
+/**
  * How often the database's change token is looked at (a file read on SQLite, a counter of notices
  * on PostgreSQL): when it moved, the versions of the organizations held are read, so an import's
  * changes are applied a moment after it commits. Without a token, the versions are read every
@@ -52,14 +58,23 @@ const READ_AGAIN_AFTER = 2_000;
  */
 const WATCH_MS = 50;
 const WATCH_WITHOUT_TOKEN_MS = 500;
-/** How long a starting server waits at most for the indexes it takes from their copies on disk (see preload). */
-const PRELOAD_WAIT_MS = 10_000;
+/**
+ * How long a starting server waits at most for the indexes it takes from their copies on disk (see
+ * preload): well under the 10 s Fastify gives an onReady hook before the start fails.
+ */
+const PRELOAD_WAIT_MS = 5_000;
 /** Organizations remembered as not indexed, or as failed: the oldest are forgotten beyond this (and may be looked at again). */
 const REMEMBERED = 10_000;
 
 interface Ready {
   index: SearchIndex;
   rooms: Map<string, RoomMembers>;
+}
+
+/** Rooms' members of an index held, known to be unchanged up to directory version `upTo`. */
+interface StandingRooms {
+  rooms: Map<string, RoomMembers>;
+  upTo: number;
 }
 
 /** An organization's index (`whole`: read whole, even if an index is held), or a room's members. */
@@ -222,20 +237,29 @@ export class SearchIndexes {
    * Queues a load for every organization large enough, largest first, as far as the memory allows;
    * resolves once the loads have taken every index they could from its copy on disk, that is when
    * none is left or one needs a loading process (a whole read from the database, which goes on in
-   * the background), or after `withinMs` at most. A server listens then: copies take about a
-   * second at a million users, lookups with terms answered by the database meanwhile otherwise.
+   * the background), or after `withinMs` at most, listing included. A server listens then: copies
+   * take about a second at a million users, lookups with terms answered by the database meanwhile
+   * otherwise. Never rejects: a listing that fails is logged.
    */
   async preload(withinMs = PRELOAD_WAIT_MS): Promise<void> {
     if (this.#policy.memoryBytes === 0) return;
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)));
+    const listed = this.#queueLargest().catch((error: unknown) => this.#log.warn({ err: error }, 'search index: could not list the organizations to load'));
+    await Promise.race([listed, timedOut]);
+    while (this.#working !== undefined && this.#current === undefined && performance.now() - started < withinMs) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    clearTimeout(timer);
+  }
+
+  async #queueLargest(): Promise<void> {
     let planned = 0;
     for (const { orgId, users } of await this.#reads.bySize(Math.max(1, this.#policy.minUsers))) {
       planned += users * BYTES_PER_USER;
       if (planned > this.#policy.memoryBytes) break;
       this.#enqueue({ kind: 'organization', orgId });
-    }
-    const started = performance.now();
-    while (this.#working !== undefined && this.#current === undefined && performance.now() - started < withinMs) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 
@@ -370,8 +394,8 @@ export class SearchIndexes {
 
   async #loadOrganization(orgId: string, started: number, whole: boolean): Promise<void> {
     const held = this.#ready.get(orgId);
-    // The rooms of an index too far behind whose members were not replaced since: they stand in any later index.
-    let standing = new Map<string, RoomMembers>();
+    // The rooms of an index too far behind whose members were not replaced since, up to a version.
+    let standing: StandingRooms | undefined;
     // Read whole to take the place of one with many changes laid over it, which answers meanwhile.
     if (held !== undefined && !whole) {
       const updated = await this.#update(orgId, held, started);
@@ -403,8 +427,11 @@ export class SearchIndexes {
     this.#ready.delete(orgId);
     if (result.kind === 'skipped') remember(this.#skipped, orgId, result.version);
     if (result.kind !== 'index') return;
-    // Users added since are at the end of a later index (seq order), and none is a member of a room not replaced.
-    for (const [roomId, members] of standing) rooms.set(roomId, members.extendedTo(result.parts.seqs.length));
+    // In an index of a version they are known to stand at: users added since are at its end (seq
+    // order), and none is a member of a room not replaced. (A later import may have replaced them.)
+    if (standing !== undefined && result.parts.version <= standing.upTo) {
+      for (const [roomId, members] of standing.rooms) rooms.set(roomId, members.extendedTo(result.parts.seqs.length));
+    }
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
     // Judged at the version the index is to answer at: a copy of an earlier one is brought up to it below.
     const version = result.fromSnapshot === true ? size.version : result.parts.version;
@@ -440,24 +467,25 @@ export class SearchIndexes {
    * Brings the held index of an organization up to its current version from the users changed
    * since (and the rooms' members not replaced since, kept): true once done (or nothing changed);
    * otherwise the index is to be read whole (too many changes, or changes it cannot place), and
-   * what is returned are its rooms whose members were not replaced since (as the index held
-   * them, for the index read whole to keep).
+   * what is returned are its rooms whose members were not replaced since, up to the version
+   * this was read at (for an index read whole of that version or an earlier one to keep).
    */
-  async #update(orgId: string, held: Ready, started: number): Promise<true | Map<string, RoomMembers>> {
+  async #update(orgId: string, held: Ready, started: number): Promise<true | StandingRooms> {
+    const none: StandingRooms = { rooms: new Map(), upTo: held.index.version };
     const maxChanges = MAX_LAID_OVER - held.index.changesLaidOver;
-    if (maxChanges <= 0) return new Map();
+    if (maxChanges <= 0) return none;
     const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges });
     if (this.#closed) return true;
-    if (this.#ready.get(orgId) !== held || (result.kind !== 'changes' && result.kind !== 'many changes')) return new Map();
+    if (this.#ready.get(orgId) !== held || (result.kind !== 'changes' && result.kind !== 'many changes')) return none;
     const replaced = new Set(result.rooms);
-    const standing = new Map([...held.rooms].filter(([roomId]) => !replaced.has(roomId)));
+    const standing: StandingRooms = { rooms: new Map([...held.rooms].filter(([roomId]) => !replaced.has(roomId))), upTo: result.version };
     if (result.kind === 'many changes') return standing;
     if (result.version === held.index.version) return true;
-    if (result.users > maxIndexedUsers(this.#policy)) return new Map();
+    if (result.users > maxIndexedUsers(this.#policy)) return none;
     const index = held.index.withChanges(result.version, result.users, result.changed);
     if (index === undefined) return standing;
     const rooms = new Map<string, RoomMembers>();
-    for (const [roomId, members] of standing) rooms.set(roomId, members.extendedTo(result.users));
+    for (const [roomId, members] of standing.rooms) rooms.set(roomId, members.extendedTo(result.users));
     this.#ready.delete(orgId);
     if (!this.#makeRoom(bytesHeld({ index, rooms }), orgId)) {
       remember(this.#skipped, orgId, result.version);

@@ -9,6 +9,8 @@ import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
 import { importDirectory, LISTED_STATES } from '../../src/services/directory-import.ts';
 import { importOptionsFor } from '../../src/services/search-index-import-copies.ts';
+import { readLoadJob } from '../../src/services/search-index-loader.ts';
+import { readSnapshot, snapshotState, writeSnapshot } from '../../src/services/search-index-snapshots.ts';
 import { MAX_LAID_OVER } from '../../src/services/search-indexes.ts';
 import { basic, LOOKUP, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -81,6 +83,29 @@ describe('copies of the search indexes on disk', () => {
       assert.deepEqual(await lookupOnceIndexed(app, 'lastname7x'), []);
       assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), ['u8@acme.example'], 'from the copy');
     });
+  });
+
+  it('a loader does not write its copy over one of a later state the database lists (an import\'s, left meanwhile)', async () => {
+    const directory = t.config.searchCopiesDir;
+    const [organization] = await t.sql<{ version: number | string }>(sql`SELECT directory_version AS version FROM organizations WHERE id = 'acme'`);
+    const current = Number(organization!.version);
+    const parts = (await readSnapshot(directory, 'acme', async () => true))!;
+    await writeSnapshot(directory, 'acme', { version: current + 5, stamp: 'later' }, parts);
+    await t.sql(sql`INSERT INTO directory_states (org_id, version, stamp) VALUES ('acme', ${current + 5}, 'later')`);
+    const load = async () => {
+      const handle = openDatabase(t.config);
+      try {
+        return await readLoadJob(handle.db, { kind: 'organization', orgId: 'acme', minUsers: 0, maxUsers: 1_000_000 }, { snapshots: directory });
+      } finally {
+        await handle.close();
+      }
+    };
+    assert.equal((await load()).kind, 'index');
+    assert.equal((await snapshotState(directory, 'acme'))?.version, current + 5, 'kept');
+    // Not listed (an import that did not commit): written over.
+    await t.sql(sql`DELETE FROM directory_states WHERE org_id = 'acme' AND version = ${current + 5}`);
+    await load();
+    assert.equal((await snapshotState(directory, 'acme'))?.version, current);
   });
 
   it('reads the index from the database when the database does not list the copy\'s state (another database, or a restored one)', async () => {
@@ -157,6 +182,32 @@ describe('copies of the search indexes left by large imports', () => {
     await importTampered(bigUsers('y'), 'tampered again');
     assert.deepEqual(await lookupOnceIndexed(t.app, 'name1y', 'big'), ['b1@big.example'], 'from the new copy');
     assert.deepEqual(await lookupOnceIndexed(t.app, 'name2x', 'big'), [], 'not the index held before');
+  });
+
+  it('an import whose copy cannot be read still commits, and says so', async () => {
+    const before = statSync(copy()).mtimeMs;
+    const warnings: string[] = [];
+    const handle = openDatabase(t.config);
+    try {
+      const { beforeCommit } = importOptionsFor(t.config, (message) => warnings.push(message));
+      const file = validateDirectoryFile({ organizations: [{ id: 'big', name: 'Big', users: bigUsers('w') }] });
+      await importDirectory(handle.db, file.file, file.problems, {
+        // A statement of the copy's read fails: on PostgreSQL that aborts the transaction, unless undone.
+        beforeCommit: async (trx, imported, stamp) => {
+          await sql`ALTER TABLE users RENAME COLUMN changed_in TO changed_in_hidden`.execute(trx);
+          await beforeCommit!(trx, imported, stamp);
+          await sql`ALTER TABLE users RENAME COLUMN changed_in_hidden TO changed_in`.execute(trx);
+        },
+      });
+    } finally {
+      await handle.close();
+    }
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /^left no copy of the search index of organization "big" \(.+\); servers holding it will read it whole$/);
+    assert.equal(statSync(copy()).mtimeMs, before, 'no copy written');
+    const [row] = await t.sql<{ lastname: string }>(sql`SELECT lastname FROM users WHERE org_id = 'big' AND id = 'b1'`);
+    assert.equal(row!.lastname, 'Name1w', 'the import committed');
+    assert.deepEqual(await lookupOnceIndexed(t.app, 'name1w', 'big'), ['b1@big.example']);
   });
 
   it('an import changing fewer users leaves the copy as it was', async () => {

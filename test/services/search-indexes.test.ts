@@ -58,7 +58,7 @@ function fakeLoader(
       jobs.push(job);
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
-      return org.changes === undefined ? { kind: 'many changes', rooms: org.replacedRooms ?? [] } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
+      return org.changes === undefined ? { kind: 'many changes', version: org.version, rooms: org.replacedRooms ?? [] } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
     },
     snapshotOf: async (orgId, version, after) => {
       const copy = options.copies?.get(orgId);
@@ -203,6 +203,53 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('read', 1)?.users, 20);
     assert.equal(indexes.index('small', 1), undefined, 'below the minimum: never loaded');
     await indexes.close();
+  });
+
+  it('does not keep a room\'s members in an index read at a version after which they may have been replaced', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
+    const options: { gate?: Promise<void> } = {};
+    const { load, reads } = fakeLoader(directory, options);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    indexes.members('acme', indexes.index('acme', 1)!, 'board');
+    await settled(indexes);
+
+    // Many changes at version 2 (the room not among them): the index is read whole, and while it
+    // is read, version 3 replaces the room's members. The index read is of version 3.
+    let open!: () => void;
+    options.gate = new Promise<void>((resolve) => (open = resolve));
+    directory.set('acme', { version: 2, users: 12, members: [2, 4] });
+    indexes.index('acme', 2);
+    while (indexes.status().organizations > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    directory.set('acme', { version: 3, users: 12, members: [5], replacedRooms: ['board'] });
+    open();
+    await settled(indexes);
+    const index = indexes.index('acme', 3)!;
+    assert.equal(indexes.members('acme', index, 'board'), undefined, 'read again, not kept from version 1');
+    await settled(indexes);
+    assert.deepEqual([1, 3, 4].map((user) => indexes.members('acme', index, 'board')?.has(user)), [false, false, true]);
+    await indexes.close();
+  });
+
+  it('preloads for a bounded time, whatever the listing or the copies take, and never rejects', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, reads } = fakeLoader(directory, { copies: new Map([['acme', { version: 1, users: 10 }]]) });
+    const warnings: string[] = [];
+    const log = { info: () => undefined, warn: (_details: object, message: string) => void warnings.push(message) };
+    const policy = { memoryBytes: 1 << 20, minUsers: 0 };
+    const within = async (indexes: SearchIndexes) => {
+      const started = performance.now();
+      await indexes.preload(50);
+      const ms = performance.now() - started;
+      await indexes.close();
+      return ms;
+    };
+    assert.ok((await within(new SearchIndexes(noDatabase, policy, load, log, { ...reads, bySize: () => new Promise(() => undefined) }))) < 500, 'a listing that hangs');
+    const slowCopy = { ...reads, snapshotOf: () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 2_000)) };
+    assert.ok((await within(new SearchIndexes(noDatabase, policy, load, log, slowCopy))) < 500, 'a copy that takes long');
+    await within(new SearchIndexes(noDatabase, policy, load, log, { ...reads, bySize: async () => Promise.reject(new Error('database unreachable')) }));
+    assert.deepEqual(warnings, ['search index: could not list the organizations to load']);
   });
 
   it('applies what changed to the index it holds, keeping the members of rooms not replaced', async () => {

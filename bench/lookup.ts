@@ -91,37 +91,26 @@ const organization = sampleOrganization({
         seed: 7,
       }) as { users: { id: string; lastname: string | null }[] };
 writeFileSync(file, JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }));
-/** A later import of the same organization: 1,000 users renamed and 1,000 new (rooms and the rest as they are). */
+/** Writes an import file of the sample organization giving only `users` (rooms and the rest stay as they are). */
+function writeImportFile(name: string, users: object[]): string {
+  const importFile = path.join(dataDir, name);
+  writeFileSync(importFile, JSON.stringify({ organizations: [{ id: 'bench', name: 'bench (sample)', users }] }));
+  return importFile;
+}
+/** A later import of the same organization: 1,000 users renamed and 1,000 new. */
 const CHANGED = Math.min(1_000, Math.floor(users / 10));
-const changeFile = path.join(dataDir, 'change.json');
-writeFileSync(
-  changeFile,
-  JSON.stringify({
-    organizations: [
-      {
-        id: 'bench',
-        name: 'bench (sample)',
-        users: [
-          ...organization.users.slice(0, CHANGED).map((user) => ({ ...user, lastname: `${user.lastname ?? ''}-Quist` })),
-          ...organization.users.slice(CHANGED, 2 * CHANGED).map((user, k) => ({ ...user, id: `new${k}`, email: `new.${k}@bench.example` })),
-        ],
-      },
-    ],
-  }),
-);
+const changeFile = writeImportFile('change.json', [
+  ...organization.users.slice(0, CHANGED).map((user) => ({ ...user, lastname: `${user.lastname ?? ''}-Quist` })),
+  ...organization.users.slice(CHANGED, 2 * CHANGED).map((user, k) => ({ ...user, id: `new${k}`, email: `new.${k}@bench.example` })),
+]);
 /**
- * A later import renaming more users than a server lays over the index it holds (10,000): the
- * import leaves a copy of the index, which the server takes.
+ * A later import renaming more users than a server may lay over the index it holds (8,000, see
+ * IMPORT_COPY_AFTER): the import leaves a copy of the index, which the server takes.
  */
 const RENAMED = Math.min(20_000, Math.floor(users / 5));
-const renameFile = path.join(dataDir, 'rename.json');
-writeFileSync(
-  renameFile,
-  JSON.stringify({
-    organizations: [
-      { id: 'bench', name: 'bench (sample)', users: organization.users.slice(2 * CHANGED, 2 * CHANGED + RENAMED).map((user) => ({ ...user, lastname: `${user.lastname ?? ''}-Lund` })) },
-    ],
-  }),
+const renameFile = writeImportFile(
+  'rename.json',
+  organization.users.slice(2 * CHANGED, 2 * CHANGED + RENAMED).map((user) => ({ ...user, lastname: `${user.lastname ?? ''}-Lund` })),
 );
 organization.users = [];
 let started = performance.now();

@@ -21,7 +21,7 @@ import {
   readSortOrder,
   type SortPosition,
 } from '../repositories/search-index-repository.ts';
-import { snapshotState, writeSnapshot } from './search-index-snapshots.ts';
+import { isListed, snapshotState, writeSnapshot } from './search-index-snapshots.ts';
 
 /**
  * What is read for the in-memory search indexes: an organization's index (unless it is too small or
@@ -78,7 +78,7 @@ export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: {
 /** Whether the organization's copy in `directory` is of a state after `version` that the database lists. */
 async function hasListedCopyAfter(db: Kysely<Database>, directory: string, orgId: string, version: number): Promise<boolean> {
   const state = await snapshotState(directory, orgId);
-  return state !== undefined && state.version > version && (await findDirectoryStamp(db, orgId, state.version)) === state.stamp;
+  return state !== undefined && state.version > version && (await isListed(db, orgId, state));
 }
 
 /** The organization's index, read from the database; and, if `withStamp`, the stamp its version is listed with. */

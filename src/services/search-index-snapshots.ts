@@ -95,11 +95,12 @@ export async function writeSnapshot(directory: string, orgId: string, state: Dir
  * an earlier version (but later than `after`) that the database lists with the copy's stamp.
  */
 export function readListedSnapshot(directory: string, db: Kysely<Database>, orgId: string, version: number, after = -1): Promise<SearchIndexParts | undefined> {
-  return readSnapshot(
-    directory,
-    orgId,
-    async (state) => state.version <= version && state.version > after && (await findDirectoryStamp(db, orgId, state.version)) === state.stamp,
-  );
+  return readSnapshot(directory, orgId, async (state) => state.version <= version && state.version > after && (await isListed(db, orgId, state)));
+}
+
+/** Whether the database lists the organization's directory state: that version, made by the import with that stamp. */
+export async function isListed(db: Kysely<Database>, orgId: string, state: DirectoryState): Promise<boolean> {
+  return (await findDirectoryStamp(db, orgId, state.version)) === state.stamp;
 }
 
 /**

@@ -125,6 +125,11 @@ function bytesOfRooms(rooms: ReadonlyMap<string, RoomMembers>): number {
   return bytes;
 }
 
+/** The same rooms' members among `users` users (users added since come last, and are members of none of them). */
+function roomsExtendedTo(rooms: ReadonlyMap<string, RoomMembers>, users: number): Map<string, RoomMembers> {
+  return new Map([...rooms].map(([roomId, members]) => [roomId, members.extendedTo(users)]));
+}
+
 /** Sets `key` (as the newest entry), forgetting the oldest entries beyond REMEMBERED. */
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
@@ -430,7 +435,7 @@ export class SearchIndexes {
     // In an index of a version they are known to stand at: users added since are at its end (seq
     // order), and none is a member of a room not replaced. (A later import may have replaced them.)
     if (standing !== undefined && result.parts.version <= standing.upTo) {
-      for (const [roomId, members] of standing.rooms) rooms.set(roomId, members.extendedTo(result.parts.seqs.length));
+      for (const [roomId, members] of roomsExtendedTo(standing.rooms, result.parts.seqs.length)) rooms.set(roomId, members);
     }
     // Room is made before the index is built, so what is dropped for it is let go before the build copies the keys.
     // Judged at the version the index is to answer at: a copy of an earlier one is brought up to it below.
@@ -484,8 +489,7 @@ export class SearchIndexes {
     if (result.users > maxIndexedUsers(this.#policy)) return none;
     const index = held.index.withChanges(result.version, result.users, result.changed);
     if (index === undefined) return standing;
-    const rooms = new Map<string, RoomMembers>();
-    for (const [roomId, members] of standing.rooms) rooms.set(roomId, members.extendedTo(result.users));
+    const rooms = roomsExtendedTo(standing.rooms, result.users);
     this.#ready.delete(orgId);
     if (!this.#makeRoom(bytesHeld({ index, rooms }), orgId)) {
       remember(this.#skipped, orgId, result.version);

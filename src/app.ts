@@ -18,9 +18,9 @@ import {
 import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
-import { SearchIndexes } from './services/search-indexes.ts';
-import { loadInProcess, removeOrphanedResults } from './services/search-index-loader.ts';
-import { readListedSnapshot } from './services/search-index-snapshots.ts';
+import { SearchIndexes } from './search-index/search-indexes.ts';
+import { loadInProcess, removeOrphanedResults } from './search-index/loader.ts';
+import { readListedSnapshot } from './search-index/snapshots.ts';
 import { DocumentService } from './services/documents.ts';
 import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';

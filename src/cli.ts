@@ -10,11 +10,11 @@ import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { DatabaseUnavailableError, SchemaNewerError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
 import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
-import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from './services/directory-file-reader.ts';
+import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from './directory/import-file-reader.ts';
 import { hashPassword } from './auth/password-hash.ts';
 import { deleteCredential, upsertCredential } from './repositories/credential-repository.ts';
-import { ImportRejected, importDirectory } from './services/directory-import.ts';
-import { importOptionsFor } from './services/search-index-import-copies.ts';
+import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
+import { importOptionsFor } from './search-index/import-copies.ts';
 import { ListenError, serve } from './server.ts';
 
 const USAGE = `Usage: signroom <command>

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import type { SearchIndexPolicy } from './services/search-indexes.ts';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -17,15 +16,25 @@ export interface Config {
   /** SQLite: how much of the database file is memory-mapped, and the page cache beside it, in bytes. */
   readonly sqliteMemory: SqliteMemory;
   readonly maxPageSize: number;
-  /** In-memory search indexes of large organizations (see src/services/search-indexes.ts). */
+  /** In-memory search indexes of large organizations (see src/search-index/search-indexes.ts). */
   readonly search: SearchIndexPolicy;
-  /** Where the copies of the search indexes are kept (src/services/search-index-snapshots.ts): processes and imports may share it. */
+  /** Where the copies of the search indexes are kept (src/search-index/snapshots.ts): processes and imports may share it. */
   readonly searchCopiesDir: string;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
   readonly logLevel: string;
   readonly login: LoginPolicy;
   readonly render: RenderBudget;
+}
+
+/** How much the in-memory search indexes may hold, and which organizations get one. */
+export interface SearchIndexPolicy {
+  /** Bytes for all indexes together; 0 turns them off. */
+  readonly memoryBytes: number;
+  /** Organizations with fewer users are searched in the database only. */
+  readonly minUsers: number;
+  /** A load running longer is stopped and counts as failed (default LOAD_TIMEOUT_MS). */
+  readonly loadTimeoutMs?: number;
 }
 
 /** What SQLite may keep in the server's memory: both count in its resident size. */

@@ -5,8 +5,8 @@ import type { Database } from '../db/tables.ts';
 import { parseBasicAuthorization } from '../domain/basic-auth.ts';
 import { findLoginState, type CredentialScope, type LoginState } from '../repositories/credential-repository.ts';
 import { clearLoginFailures, purgeLoginFailures, recordLoginFailure } from '../repositories/login-failure-repository.ts';
-import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
-import { LruCache } from '../services/lru-cache.ts';
+import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
+import { LruCache } from '../lib/lru-cache.ts';
 import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
 import { DECOY_HASH, verifyPassword } from './password-hash.ts';
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { ChangeSource } from '../services/change-scoped-cache.ts';
+import type { ChangeSource } from '../lib/change-scoped-cache.ts';
 
 /** The channel the change-notices migration's triggers notify on. */
 export const CHANGE_CHANNEL = 'signroom_changes';

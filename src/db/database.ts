@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Config, SqliteMemory } from '../config.ts';
 import type { DialectName } from './dialect.ts';
 import { PostgresChangeListener } from './change-listener.ts';
-import { NO_CHANGE_SOURCE, type ChangeSource } from '../services/change-scoped-cache.ts';
+import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { DatabaseUnavailableError, isDatabaseUnreachable, SchemaNewerError } from './database-errors.ts';
 import { NodeSqliteDatabase } from './sqlite-driver.ts';
 import { SqliteCommitCounter } from './sqlite-commits.ts';

@@ -348,7 +348,7 @@ function validateCredential(raw: unknown, path: string, problems: Collector): Cr
 /**
  * Validates a parsed directory file; returns it normalised, or every problem
  * found. Arrays may be any iterable (a file's users and rooms read element by
- * element, see services/directory-file-reader.ts); each is read once here.
+ * element, see directory/import-file-reader.ts); each is read once here.
  */
 export function validateDirectoryFile(data: unknown): ValidationResult {
   const problems = new Collector();

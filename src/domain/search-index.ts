@@ -4,7 +4,7 @@
  * each user stands in every sort order (as the database orders them). A term
  * is found by scanning the buffer, so its exact count and any page cost the
  * same for every term and every offset: no per-match row read, no sort. Pure:
- * a builder is fed what the database reads; src/services/search-indexes.ts
+ * a builder is fed what the database reads; src/search-index/search-indexes.ts
  * loads and keeps them.
  */
 import { SEARCH_KEY_SEPARATOR } from './fold.ts';

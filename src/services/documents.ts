@@ -23,7 +23,7 @@ import {
   type DocumentRow,
   type IdempotencyRecord,
 } from '../repositories/document-repository.ts';
-import { KeyedMutex } from './keyed-mutex.ts';
+import { KeyedMutex } from '../lib/keyed-mutex.ts';
 
 /** A document's metadata as the API returns it. */
 export interface DocumentMetadata {

@@ -27,9 +27,9 @@ import {
   type SignatoryRow,
 } from '../repositories/signatory-repository.ts';
 import { findTallies } from '../repositories/user-tally-repository.ts';
-import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from './change-scoped-cache.ts';
-import { LruCache } from './lru-cache.ts';
-import type { SearchIndexes } from './search-indexes.ts';
+import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
+import { LruCache } from '../lib/lru-cache.ts';
+import type { SearchIndexes } from '../search-index/search-indexes.ts';
 
 /** The validated query of a lookup request. */
 export interface LookupRequest {

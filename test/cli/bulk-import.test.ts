@@ -8,7 +8,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { sampleOrganization } from '../../src/demo/sample-directory.ts';
 import { fold } from '../../src/domain/fold.ts';
-import { isBulkLoad } from '../../src/services/directory-import.ts';
+import { isBulkLoad } from '../../src/directory/bulk-import.ts';
 import { cliWorkspace, runCli, type CliWorkspace } from '../helpers/cli.ts';
 import { TEST_DIALECT } from '../helpers/databases.ts';
 import { basic, LOOKUP } from '../helpers/test-app.ts';

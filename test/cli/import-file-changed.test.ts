@@ -5,8 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
 import { DirectoryFileChanged } from '../../src/domain/directory-file.ts';
-import { openDirectoryFile } from '../../src/services/directory-file-reader.ts';
-import { importDirectory } from '../../src/services/directory-import.ts';
+import { openDirectoryFile } from '../../src/directory/import-file-reader.ts';
+import { importDirectory } from '../../src/directory/bulk-import.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**

@@ -7,7 +7,7 @@ import { cliWorkspace, runCli, type CliWorkspace } from '../helpers/cli.ts';
 import { TEST_DIALECT } from '../helpers/databases.ts';
 import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
 import { topHalfBlackPdf } from '../helpers/pdf.ts';
-import { MAX_LAID_OVER } from '../../src/services/search-indexes.ts';
+import { MAX_LAID_OVER } from '../../src/search-index/search-indexes.ts';
 
 describe('bin/signroom import', () => {
   let workspace: CliWorkspace;

@@ -8,8 +8,8 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
 import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
-import { importDirectory } from '../../src/services/directory-import.ts';
-import { importOptionsFor } from '../../src/services/search-index-import-copies.ts';
+import { importDirectory } from '../../src/directory/bulk-import.ts';
+import { importOptionsFor } from '../../src/search-index/import-copies.ts';
 
 export interface TestApp {
   app: FastifyInstance;

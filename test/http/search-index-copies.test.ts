@@ -7,11 +7,11 @@ import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
-import { importDirectory, LISTED_STATES } from '../../src/services/directory-import.ts';
-import { importOptionsFor } from '../../src/services/search-index-import-copies.ts';
-import { readLoadJob } from '../../src/services/search-index-loader.ts';
-import { readSnapshot, snapshotState, writeSnapshot } from '../../src/services/search-index-snapshots.ts';
-import { MAX_LAID_OVER } from '../../src/services/search-indexes.ts';
+import { importDirectory, LISTED_STATES } from '../../src/directory/bulk-import.ts';
+import { importOptionsFor } from '../../src/search-index/import-copies.ts';
+import { readLoadJob } from '../../src/search-index/loader.ts';
+import { readSnapshot, snapshotState, writeSnapshot } from '../../src/search-index/snapshots.ts';
+import { MAX_LAID_OVER } from '../../src/search-index/search-indexes.ts';
 import { basic, LOOKUP, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const AUTH = basic('root', 'root-password');

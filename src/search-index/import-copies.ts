@@ -3,14 +3,14 @@ import type { Config } from '../config.ts';
 import { preferIndexWalks } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import { findOrganizationSize, readChangedUsers } from '../repositories/search-index-repository.ts';
-import type { ImportOptions } from './directory-import.ts';
-import { readIndexParts } from './search-index-loader.ts';
+import type { ImportOptions } from '../directory/bulk-import.ts';
+import { readIndexParts } from './loader.ts';
 import { IMPORT_COPY_AFTER, maxIndexedUsers } from './search-indexes.ts';
-import { writeSnapshot } from './search-index-snapshots.ts';
+import { writeSnapshot } from './snapshots.ts';
 
 /**
  * What an import does beside writing the directory, in the CLI as in the tests: it leaves a copy
- * of the search index (search-index-snapshots.ts) of each organization of a size that gets one
+ * of the search index (snapshots.ts) of each organization of a size that gets one
  * of which it changed more users than a server may lay over the index it holds (IMPORT_COPY_AFTER).
  * Without the copy, a server holding the index would read it whole from the database again (6–10 s
  * at a million users, lookups with terms answered by the database meanwhile); with it, the server

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
-import { ChangeScopedCache, type ChangeSource } from '../../src/services/change-scoped-cache.ts';
+import { ChangeScopedCache, type ChangeSource } from '../../src/lib/change-scoped-cache.ts';
 
 describe('ChangeScopedCache', () => {
   it('keeps values while the database token stays, and empties when it moves', () => {

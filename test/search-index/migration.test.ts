@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
 import { migrationsFor } from '../../src/db/migrations/index.ts';
 import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
-import { importDirectory } from '../../src/services/directory-import.ts';
+import { importDirectory } from '../../src/directory/bulk-import.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
 import { freshDataDir } from '../helpers/test-app.ts';
 

@@ -1,12 +1,12 @@
 /**
- * A child process: reads one load job (src/services/search-index-loader.ts)
+ * A child process: reads one load job (src/search-index/loader.ts)
  * on a connection of its own, writes the result's arrays to the file it is
  * given, sends the rest back, and ends.
  */
 import { rmSync } from 'node:fs';
 import type { Config } from '../config.ts';
 import { openDatabase } from '../db/database.ts';
-import { readLoadJob, writeResult, type LoadJob } from './search-index-loader.ts';
+import { readLoadJob, writeResult, type LoadJob } from './loader.ts';
 
 /** The result file, until the reply naming it is sent: the server removes it from then on. */
 let unsent: string | undefined;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SearchIndexBuilder, type SearchIndexParts } from '../../src/domain/search-index.ts';
-import { readSnapshot, writeSnapshot, type DirectoryState } from '../../src/services/search-index-snapshots.ts';
+import { readSnapshot, writeSnapshot, type DirectoryState } from '../../src/search-index/snapshots.ts';
 
 /** The parts of an index of `users` users with keys and orders that differ from user to user. */
 function sampleParts(version: number, users: number): SearchIndexParts {

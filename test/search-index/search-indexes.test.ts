@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/tables.ts';
 import { bytesOfParts, SearchIndexBuilder, type ChangedUser } from '../../src/domain/search-index.ts';
-import type { LoadJob, LoadResult, RunningLoad } from '../../src/services/search-index-loader.ts';
-import { SearchIndexes, type DirectoryReads } from '../../src/services/search-indexes.ts';
+import type { LoadJob, LoadResult, RunningLoad } from '../../src/search-index/loader.ts';
+import { SearchIndexes, type DirectoryReads } from '../../src/search-index/search-indexes.ts';
 
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
 type Directory = Map<

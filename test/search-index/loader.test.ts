@@ -5,7 +5,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { removeOrphanedResults } from '../../src/services/search-index-loader.ts';
+import { removeOrphanedResults } from '../../src/search-index/loader.ts';
 
 describe('removeOrphanedResults', () => {
   it('removes the result files of servers no longer running, and its own it is not waiting for, and nothing else', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LruCache } from '../../src/services/lru-cache.ts';
+import { LruCache } from '../../src/lib/lru-cache.ts';
 
 describe('LruCache', () => {
   it('forgets the least recently used entry beyond its capacity', () => {

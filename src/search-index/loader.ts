@@ -21,7 +21,7 @@ import {
   readSortOrder,
   type SortPosition,
 } from '../repositories/search-index-repository.ts';
-import { isListed, snapshotState, writeSnapshot } from './search-index-snapshots.ts';
+import { isListed, snapshotState, writeSnapshot } from './snapshots.ts';
 
 /**
  * What is read for the in-memory search indexes: an organization's index (unless it is too small or
@@ -53,7 +53,7 @@ const PIECE = 10_000;
  * Reads what the job asks for, in one read-only snapshot (a repeatable-read
  * transaction; on SQLite, a read transaction of its own connection), so the
  * pieces fit together whatever commits meanwhile. An organization's index is
- * also kept as a copy in `snapshots`, if given (see search-index-snapshots.ts),
+ * also kept as a copy in `snapshots`, if given (see snapshots.ts),
  * once the transaction is over.
  */
 export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: { snapshots?: string } = {}): Promise<LoadResult> {
@@ -172,7 +172,7 @@ function isRunning(pid: number): boolean {
   }
 }
 
-const LOADER = fileURLToPath(new URL('./search-index-worker.ts', import.meta.url));
+const LOADER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
 /** A load running in a process of its own; cancel() stops it (the result then rejects). */
 export interface RunningLoad {

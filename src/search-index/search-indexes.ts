@@ -1,19 +1,11 @@
 import { bytesOfParts, SearchIndex, warmUp, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
+import type { SearchIndexPolicy } from '../config.ts';
 import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
-import { NO_CHANGE_SOURCE, type ChangeSource } from './change-scoped-cache.ts';
-import { readLoadJob, type LoadJob, type LoadResult, type RunningLoad } from './search-index-loader.ts';
+import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
+import { readLoadJob, type LoadJob, type LoadResult, type RunningLoad } from './loader.ts';
 
-/** How much the in-memory search indexes may hold, and which organizations get one. */
-export interface SearchIndexPolicy {
-  /** Bytes for all indexes together; 0 turns them off. */
-  readonly memoryBytes: number;
-  /** Organizations with fewer users are searched in the database only. */
-  readonly minUsers: number;
-  /** A load running longer is stopped and counts as failed (default LOAD_TIMEOUT_MS). */
-  readonly loadTimeoutMs?: number;
-}
 
 /** Where log lines go (the app's logger). */
 export interface SearchIndexLog {
@@ -46,7 +38,7 @@ export const MAX_LAID_OVER = 10_000;
 const READ_AGAIN_AFTER = 2_000;
 /**
  * An import that changes more users of an organization than this leaves a copy of its index
- * (search-index-import-copies.ts): a server holding the index may have up to READ_AGAIN_AFTER
+ * (import-copies.ts): a server holding the index may have up to READ_AGAIN_AFTER
  * changes laid over it already, and lays at most MAX_LAID_OVER.
  */
 export const IMPORT_COPY_AFTER = MAX_LAID_OVER - READ_AGAIN_AFTER;
@@ -94,12 +86,12 @@ export interface DirectoryReads {
   /**
    * The copy of the organization's index kept on disk, if there is one of the directory at
    * `version` or an earlier version the database lists, later than `after`
-   * (src/services/search-index-snapshots.ts).
+   * (src/search-index/snapshots.ts).
    */
   snapshotOf(orgId: string, version: number, after: number): Promise<SearchIndexParts | undefined>;
 }
 
-/** Starts a load (in a process of its own: src/services/search-index-loader.ts). */
+/** Starts a load (in a process of its own: src/search-index/loader.ts). */
 export type Loader = (job: LoadJob) => RunningLoad;
 
 /**
@@ -417,7 +409,7 @@ export class SearchIndexes {
       return;
     }
     // With nothing held (after a restart, or once dropped), or what was held too far behind to be
-    // brought up to date (an import changed many users, and left a copy: search-index-import-copies.ts),
+    // brought up to date (an import changed many users, and left a copy: import-copies.ts),
     // the copy kept on disk of this state or an earlier one the database lists, newer than what was
     // held, brought up to date below: read here in about a second, where a loading process takes
     // seconds to read a million users. Never in place of a whole read asked for.

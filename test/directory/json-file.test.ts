@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ELEMENT, JsonFile, JsonFileChanged, JsonSyntaxError, LazyJsonArray, type PathPattern } from '../../src/services/json-file.ts';
+import { ELEMENT, JsonFile, JsonFileChanged, JsonSyntaxError, LazyJsonArray, type PathPattern } from '../../src/directory/json-file.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'signroom-json-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

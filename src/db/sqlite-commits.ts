@@ -29,6 +29,36 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
  * then the very file every committing connection writes its header to.
  */
 
+/**
+ * The -shm files this process has open, by path, with how many counters read each. Closing any
+ * descriptor of a file drops every POSIX lock this process holds on it, SQLite's own included (a
+ * connection's hold on the WAL index, which tells another process opening the database that it is
+ * not the first, and must not reset the index under this one's mapping): so a second connection in
+ * one process (a test's import beside the server) shares the descriptor, which is closed only
+ * when the last counter is.
+ */
+const openShmFiles = new Map<string, { fd: number; users: number }>();
+
+function openShared(file: string): number {
+  const open = openShmFiles.get(file);
+  if (open !== undefined) {
+    open.users += 1;
+    return open.fd;
+  }
+  const fd = openSync(file, 'r');
+  openShmFiles.set(file, { fd, users: 1 });
+  return fd;
+}
+
+function closeShared(file: string): void {
+  const open = openShmFiles.get(file);
+  if (open === undefined) return;
+  open.users -= 1;
+  if (open.users > 0) return;
+  openShmFiles.delete(file);
+  closeSync(open.fd);
+}
+
 /** Bytes of one copy of the WAL-index header, and of the two read. */
 const HEADER = 48;
 /** iVersion, the first field: the WAL-index format this layout describes. */
@@ -60,6 +90,7 @@ export class SqliteCommitCounter {
   readonly #dataVersion: StatementSync;
   readonly #bytes = Buffer.alloc(2 * HEADER);
   #fd: number | undefined;
+  #shmFile: string | undefined;
   #last = '';
   #count = 0;
 
@@ -69,7 +100,8 @@ export class SqliteCommitCounter {
     this.#dataVersion.get();
     try {
       // SQLite names it after the database file's real path (it follows symbolic links).
-      this.#fd = openSync(`${realpathSync(databaseFile)}-shm`, 'r');
+      this.#shmFile = `${realpathSync(databaseFile)}-shm`;
+      this.#fd = openShared(this.#shmFile);
     } catch {
       // No -shm file (not in WAL mode, or an in-memory WAL index): the pragma answers every time.
     }
@@ -87,7 +119,7 @@ export class SqliteCommitCounter {
 
   /** Call after the connection is closed (see openSqlite in database.ts: closing drops the process's locks on the file). */
   close(): void {
-    if (this.#fd !== undefined) closeSync(this.#fd);
+    if (this.#shmFile !== undefined && this.#fd !== undefined) closeShared(this.#shmFile);
     this.#fd = undefined;
   }
 

@@ -12,6 +12,7 @@ export interface Database {
   login_failures: LoginFailureTable;
   user_tallies: UserTallyTable;
   directory_states: DirectoryStateTable;
+  audit_events: AuditEventTable;
   /** PostgreSQL only: one row per stored blob (SQLite keeps them as files). */
   blobs: BlobTable;
   /** PostgreSQL only: the bytes of each blob, in order. */
@@ -52,6 +53,26 @@ export interface OrganizationTable {
   external_signatories: number;
   /** Bumped by every change to the organization's users, rooms or settings; keys cached counts. */
   directory_version: Generated<number>;
+  /** ISO 8601, UTC, milliseconds. */
+  created_at: string;
+  updated_at: string;
+}
+
+/** One change to the directory, documents, tokens or credentials (contract section 10): never changed or deleted. */
+export interface AuditEventTable {
+  seq: Generated<number>;
+  /** UUID. */
+  id: string;
+  /** Null for changes outside any organization (credentials). */
+  org_id: string | null;
+  at: string;
+  actor: string;
+  action: string;
+  target_type: string;
+  target_id: string;
+  request_id: string | null;
+  /** JSON object. */
+  details: string;
 }
 
 /** Users of an organization (room_id '') or members of a room, by kind: see the migration. */
@@ -60,6 +81,8 @@ export interface UserTallyTable {
   room_id: string;
   external: number;
   needs_invite: number;
+  /** 0 | 1: 0 for users who are never candidates (suspended or deleted). */
+  candidate: number;
   /** A string from PostgreSQL's bigint. */
   users: number | string;
 }
@@ -76,7 +99,8 @@ export interface UserTable {
   email_lower: string;
   /** 0 | 1 */
   external: number;
-  status: 'active' | 'pending';
+  /** `deleted`: kept only so in-memory search indexes can pass over it; never shown (see the directory-writes migration). */
+  status: StoredUserStatus;
   /** 0 | 1: external or pending, so a non-member must be invited. */
   needs_invite: number;
   firstname_key: string;
@@ -85,7 +109,15 @@ export interface UserTable {
   search_key: string;
   /** The directory version that last changed the user's keys or kind (0: before it was kept, or a first load). */
   changed_in: number;
+  /** SCIM's userName, null when unset (it reads as the email then); lower-cased beside it, unique per organization. */
+  user_name: string | null;
+  user_name_lower: string | null;
+  external_id: string | null;
+  created_at: string;
+  updated_at: string;
 }
+
+export type StoredUserStatus = 'active' | 'pending' | 'suspended' | 'deleted';
 
 export interface RoomTable {
   org_id: string;
@@ -93,6 +125,8 @@ export interface RoomTable {
   name: string;
   /** The directory version that last replaced the member list (0: before it was kept, or a first load). */
   members_changed_in?: number;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface RoomMemberTable {

@@ -1,22 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { hashPassword } from '../auth/password-hash.ts';
+import { markImportVisible, refreshPlannerStatistics, serializeImports, withoutUserIndexes } from '../db/dialect-sql.ts';
 import {
   insertBatch,
   insertMemberRows,
-  markImportVisible,
+  listDirectoryVersions,
   prepareUserUpsert,
-  refreshPlannerStatistics,
-  serializeImports,
-  withoutUserIndexes,
+  upsertOrganizationRows,
+  upsertRoomRows,
   type UserRow,
-} from '../db/dialect-sql.ts';
+} from '../repositories/directory-write-repository.ts';
 import { dialectOf } from '../db/dialect.ts';
 import { chunks } from '../db/chunks.ts';
 import type { Database, RoomTable } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport, RoomImport, UserImport } from '../domain/directory-file.ts';
-import { foldedKeys } from '../domain/fold.ts';
-import { needsInvitation } from '../domain/signatory-rules.ts';
+import { userRow } from './directory-rows.ts';
 import { upsertCredential } from '../repositories/credential-repository.ts';
 import { retallyAll, retallyOrganization } from '../repositories/user-tally-repository.ts';
 
@@ -87,6 +86,8 @@ interface ImportRun {
   stamp: string;
   /** The organizations written, in file order. */
   imported: ImportedOrganization[];
+  /** When the import runs: what it creates or changes is stamped with it. */
+  at: string;
 }
 
 /** An organization an import wrote: what a step run before the commit (ImportOptions.beforeCommit) is told of it. */
@@ -136,7 +137,7 @@ export async function importDirectory(
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
-    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false, stamp: randomUUID(), imported: [] };
+    const run: ImportRun = { trx, problems: [...fileProblems], counts, indexesDropped: false, stamp: randomUUID(), imported: [], at: new Date().toISOString() };
     const importAll = async () => {
       for (const organization of file.organizations) await importOrganization(run, organization);
     };
@@ -201,7 +202,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
 async function upsertRooms(run: ImportRun, organization: OrganizationImport, firstUsers: boolean, version: number): Promise<void> {
   for (const room of organization.rooms()) {
     for (const index of await unknownMembers(run.trx, organization, room, firstUsers)) run.problems.push(unknownMember(organization, room, index));
-    if (writing(run)) await upsertRoom(run.trx, organization.id, room, version);
+    if (writing(run)) await upsertRoom(run, organization.id, room, version);
     run.counts.rooms += 1;
     run.counts.members += room.members?.length ?? 0;
   }
@@ -209,49 +210,10 @@ async function upsertRooms(run: ImportRun, organization: OrganizationImport, fir
 
 /** Upserts the organization; its directory version after (bumped, unless it is new). */
 async function upsertOrganizationRow(run: ImportRun, organization: OrganizationImport): Promise<number> {
-  const [row] = await upsertOrganizationRows(run, [organization]);
-  return Number(row!.directory_version);
+  const versions = await upsertOrganizationRows(run.trx, [organization], run.at);
+  await listDirectoryVersions(run.trx, versions, run.stamp);
+  return versions[0]!.directory_version;
 }
-
-/** Upserts organizations, two statements at most: with the setting given, and without (the stored one stays). */
-async function upsertOrganizationRows(run: ImportRun, organizations: readonly OrganizationImport[]): Promise<{ id: string; directory_version: number }[]> {
-  const { trx, stamp } = run;
-  const versions: { id: string; directory_version: number }[] = [];
-  for (const settingGiven of [true, false]) {
-    const rows = organizations.filter((organization) => (organization.externalSignatories !== undefined) === settingGiven);
-    if (rows.length === 0) continue;
-    await trx
-      .insertInto('organizations')
-      .values(rows.map((organization) => ({ id: organization.id, name: organization.name, external_signatories: organization.externalSignatories === true ? 1 : 0 })))
-      .onConflict((oc) =>
-        oc.column('id').doUpdateSet((eb) => ({
-          name: eb.ref('excluded.name'),
-          // Left out of the file: the stored setting stays.
-          external_signatories: settingGiven ? eb.ref('excluded.external_signatories') : eb.ref('organizations.external_signatories'),
-          directory_version: eb(eb.ref('organizations.directory_version'), '+', 1),
-        })),
-      )
-      .returning(['id', 'directory_version'])
-      .execute()
-      .then((rows) => versions.push(...rows));
-  }
-  // Each version made is listed with this import's stamp (see the directory-states migration), and
-  // only the last few are kept.
-  await trx
-    .insertInto('directory_states')
-    .values(versions.map((row) => ({ org_id: row.id, version: Number(row.directory_version), stamp })))
-    .onConflict((oc) => oc.columns(['org_id', 'version']).doUpdateSet((eb) => ({ stamp: eb.ref('excluded.stamp') })))
-    .execute();
-  await sql`delete from directory_states where org_id in (${sql.join(versions.map((row) => row.id))})
-    and version <= (select o.directory_version from organizations o where o.id = directory_states.org_id) - ${LISTED_STATES}`.execute(trx);
-  return versions;
-}
-
-/**
- * Directory versions listed per organization: a server whose copy of an index is older (stopped
- * across more imports of its organization than this) reads the index whole at its next start.
- */
-export const LISTED_STATES = 16;
 
 /** Organizations per statement of a first load (each one's rooms go with it). */
 const FIRST_LOAD_ORGANIZATIONS = 500;
@@ -283,7 +245,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
     pendingMembers = [];
     if (!writing(run)) return;
     const write = async () => {
-      if (organizationRows.length > 0) await upsertOrganizationRows(run, organizationRows);
+      if (organizationRows.length > 0) await listDirectoryVersions(trx, await upsertOrganizationRows(trx, organizationRows, run.at), run.stamp);
       if (userRows.length > 0) await prepareUserUpsert(trx, userRows, { insertOnly: true })();
       for (const rows of chunks(roomRows, BATCH)) await upsertRoomRows(trx, rows);
       for (const rows of chunks(memberRows, batch)) await insertMemberRows(trx, rows);
@@ -300,12 +262,12 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
     run.imported.push({ id: organization.id, usersInFile: organization.userCount, firstUsers: true });
     for (const user of organization.users()) {
       // changed_in 0: no index can hold users of an organization that had none (see the changed_in migration).
-      pendingUsers.push(userRow(organization.id, user, 0));
+      pendingUsers.push(userRow(organization.id, user, 0, run.at));
       run.counts.users += 1;
       if (pendingUsers.length >= batch) await writeAll();
     }
     for (const room of organization.rooms()) {
-      pendingRooms.push({ org_id: organization.id, id: room.id, name: room.name });
+      pendingRooms.push({ org_id: organization.id, id: room.id, name: room.name, created_at: run.at, updated_at: run.at });
       for (const [index, userId] of (room.members ?? []).entries()) {
         // With no user stored, a member the file does not list is unknown.
         if (!organization.listedUsers.has(userId)) {
@@ -322,27 +284,6 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
   }
   await writeAll();
   await inFlight;
-}
-
-/** A user as the users table stores it, with its folded keys, as written by directory version `version`. */
-function userRow(orgId: string, user: UserImport, version: number): UserRow {
-  const keys = foldedKeys(user);
-  return {
-    org_id: orgId,
-    id: user.id,
-    firstname: user.firstname,
-    lastname: user.lastname,
-    email: user.email,
-    email_lower: user.email.toLowerCase(),
-    external: user.external ? 1 : 0,
-    status: user.status,
-    needs_invite: needsInvitation(user) ? 1 : 0,
-    firstname_key: keys.firstnameKey,
-    lastname_key: keys.lastnameKey,
-    email_key: keys.emailKey,
-    search_key: keys.searchKey,
-    changed_in: version,
-  };
 }
 
 /** The problem of `room.members[index]`, which names no user of the organization. */
@@ -371,27 +312,15 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
   return notInFile.filter((index) => !known.has(members[index]!));
 }
 
-async function upsertRoom(trx: Transaction<Database>, orgId: string, room: RoomImport, version: number): Promise<void> {
-  if (room.members === undefined) return upsertRoomRows(trx, [{ org_id: orgId, id: room.id, name: room.name }]);
-  await upsertRoomRows(trx, [{ org_id: orgId, id: room.id, name: room.name, members_changed_in: version }]);
+async function upsertRoom(run: ImportRun, orgId: string, room: RoomImport, version: number): Promise<void> {
+  const { trx, at } = run;
+  const row: RoomTable = { org_id: orgId, id: room.id, name: room.name, created_at: at, updated_at: at };
+  if (room.members === undefined) return upsertRoomRows(trx, [row]);
+  await upsertRoomRows(trx, [{ ...row, members_changed_in: version }]);
   await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
   for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
     await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
   }
-}
-
-/** Creates rooms, or renames those that exist (by organization and id); and marks their member lists replaced if the rows say so. */
-async function upsertRoomRows(trx: Transaction<Database>, rows: readonly RoomTable[]): Promise<void> {
-  const membersReplaced = rows[0]?.members_changed_in !== undefined;
-  await trx
-    .insertInto('rooms')
-    .values([...rows])
-    .onConflict((oc) =>
-      oc.columns(['org_id', 'id']).doUpdateSet((eb) =>
-        membersReplaced ? { name: eb.ref('excluded.name'), members_changed_in: eb.ref('excluded.members_changed_in') } : { name: eb.ref('excluded.name') },
-      ),
-    )
-    .execute();
 }
 
 /**
@@ -447,7 +376,7 @@ async function upsertUsers(run: ImportRun, organization: OrganizationImport, fir
       for (const part of chunks(batch, BATCH)) run.problems.push(...(await emailConflicts(trx, organization, part)));
     }
     if (!writing(run)) continue;
-    const rows = batch.map((user) => userRow(orgId, user, version));
+    const rows = batch.map((user) => userRow(orgId, user, version, run.at));
     // The database writes one batch while the next is read and prepared here.
     const write = prepareUserUpsert(trx, rows, { insertOnly: firstUsers });
     await previous;

@@ -5,12 +5,27 @@
  * on what this returns.
  */
 
-export const ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
-const MAX_NAME_LENGTH = 255;
-const MAX_EMAIL_LENGTH = 254;
-const MAX_USERNAME_LENGTH = 128;
-const MAX_PASSWORD_LENGTH = 1024;
+import {
+  arrayAt,
+  ID_PATTERN,
+  booleanAt,
+  Collector,
+  describe,
+  idAt,
+  isObject,
+  MAX_NAME_LENGTH,
+  MAX_PASSWORD_LENGTH,
+  MAX_USERNAME_LENGTH,
+  stringAt,
+  validateRoom,
+  validateUser,
+  type ImportProblem,
+  type Json,
+  type RoomImport,
+  type UserImport,
+} from './directory-entities.ts';
+
+export { ID_PATTERN, type ImportProblem, type RoomImport, type UserImport } from './directory-entities.ts';
 
 /** A file read twice (validated, then imported) gave something else the second time. */
 export class DirectoryFileChanged extends Error {
@@ -20,31 +35,8 @@ export class DirectoryFileChanged extends Error {
   }
 }
 
-export interface ImportProblem {
-  /** JSON path of the offending value, e.g. `$.organizations[0].users[3].email`. */
-  path: string;
-  message: string;
-}
 
-export interface UserImport {
-  id: string;
-  firstname: string | null;
-  lastname: string | null;
-  email: string;
-  external: boolean;
-  status: 'active' | 'pending';
-  path: string;
-}
 
-export interface RoomImport {
-  id: string;
-  name: string;
-  /** Replaces the member list; undefined when the file leaves it out (the stored list stays). */
-  members: string[] | undefined;
-  /** Where each member is listed first: `members[k]` is at `${path}.members[${memberIndexes[k]}]`. */
-  memberIndexes: number[];
-  path: string;
-}
 
 /**
  * An organization of the file. Its users and rooms are not held: each call of
@@ -84,145 +76,6 @@ export interface DirectoryFile {
 export interface ValidationResult {
   file: DirectoryFile;
   problems: ImportProblem[];
-}
-
-type Json = Record<string, unknown>;
-
-class Collector {
-  readonly problems: ImportProblem[] = [];
-  add(path: string, message: string): void {
-    this.problems.push({ path, message });
-  }
-}
-
-/**
- * A JSON array: a parsed one, or one read element by element from a file
- * (any iterable object: JSON.parse never makes an object with Symbol.iterator).
- */
-function isJsonArray(value: unknown): value is Iterable<unknown> {
-  return Array.isArray(value) || (typeof value === 'object' && value !== null && Symbol.iterator in value);
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !isJsonArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (isJsonArray(value)) return 'an array';
-  if (typeof value === 'number') return `number ${String(value)}`;
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
-}
-
-function arrayAt(parent: Json, key: string, path: string, problems: Collector): Iterable<unknown> {
-  const value = parent[key];
-  if (value === undefined) return [];
-  if (!isJsonArray(value)) {
-    problems.add(`${path}.${key}`, `must be an array, got ${describe(value)}`);
-    return [];
-  }
-  return value;
-}
-
-function idAt(parent: Json, path: string, what: string, problems: Collector): string | undefined {
-  const value = parent['id'];
-  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
-    problems.add(`${path}.id`, `${what} id must be 1–64 letters, digits, ".", "_" or "-", got ${describe(value)}`);
-    return undefined;
-  }
-  return value;
-}
-
-/** A required or optional non-empty string; control characters are refused unless `controls` allows them (passwords). */
-function stringAt(parent: Json, key: string, path: string, max: number, problems: Collector, required: boolean, controls = false): string | undefined {
-  const value = parent[key];
-  if (value === undefined && !required) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
-    problems.add(`${path}.${key}`, `must be a non-empty string of at most ${max} characters, got ${describe(value)}`);
-    return undefined;
-  }
-  if (controls ? !value.isWellFormed() : unprintable(value)) {
-    problems.add(`${path}.${key}`, controls ? 'must not contain unpaired surrogates' : 'must not contain control characters or unpaired surrogates');
-    return undefined;
-  }
-  return value;
-}
-
-/** Text that cannot be stored faithfully or shown: control characters, unpaired surrogates. */
-function unprintable(value: string): boolean {
-  return /\p{Cc}/u.test(value) || !value.isWellFormed();
-}
-
-function nullableNameAt(parent: Json, key: string, path: string, problems: Collector): string | null {
-  const value = parent[key];
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > MAX_NAME_LENGTH) {
-    problems.add(`${path}.${key}`, `must be a string of at most ${MAX_NAME_LENGTH} characters or null, got ${describe(value)}`);
-    return null;
-  }
-  if (unprintable(value)) {
-    problems.add(`${path}.${key}`, 'must not contain control characters or unpaired surrogates');
-    return null;
-  }
-  return value;
-}
-
-function booleanAt(parent: Json, key: string, path: string, problems: Collector): boolean | undefined {
-  const value = parent[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') {
-    problems.add(`${path}.${key}`, `must be true or false, got ${describe(value)}`);
-    return undefined;
-  }
-  return value;
-}
-
-function validateUser(raw: unknown, path: string, problems: Collector): UserImport | undefined {
-  if (!isObject(raw)) {
-    problems.add(path, `a user must be an object, got ${describe(raw)}`);
-    return undefined;
-  }
-  const id = idAt(raw, path, 'user', problems);
-  const firstname = nullableNameAt(raw, 'firstname', path, problems);
-  const lastname = nullableNameAt(raw, 'lastname', path, problems);
-  let email = stringAt(raw, 'email', path, MAX_EMAIL_LENGTH, problems, true);
-  if (email !== undefined && (!EMAIL_PATTERN.test(email) || unprintable(email))) {
-    problems.add(`${path}.email`, `must be an email address (local@domain, no spaces), got ${describe(email)}`);
-    email = undefined;
-  }
-  const external = booleanAt(raw, 'external', path, problems) ?? false;
-  const status = raw['status'] ?? 'active';
-  if (status !== 'active' && status !== 'pending') {
-    problems.add(`${path}.status`, `must be "active" or "pending", got ${describe(status)}`);
-  }
-  if (id === undefined || email === undefined || (status !== 'active' && status !== 'pending')) return undefined;
-  return { id, firstname, lastname, email, external, status, path };
-}
-
-function validateRoom(raw: unknown, path: string, problems: Collector): RoomImport | undefined {
-  if (!isObject(raw)) {
-    problems.add(path, `a room must be an object, got ${describe(raw)}`);
-    return undefined;
-  }
-  const id = idAt(raw, path, 'room', problems);
-  const name = stringAt(raw, 'name', path, MAX_NAME_LENGTH, problems, false) ?? id;
-  const members: string[] = [];
-  const memberIndexes: number[] = [];
-  const seen = new Set<string>();
-  const listed = raw['members'] !== undefined;
-  let index = 0;
-  for (const member of arrayAt(raw, 'members', path, problems)) {
-    if (typeof member !== 'string' || !ID_PATTERN.test(member)) {
-      problems.add(`${path}.members[${index}]`, `must be a user id, got ${describe(member)}`);
-    } else if (!seen.has(member)) {
-      seen.add(member);
-      members.push(member);
-      memberIndexes.push(index);
-    }
-    index += 1;
-  }
-  if (id === undefined || name === undefined) return undefined;
-  return { id, name, members: listed ? members : undefined, memberIndexes, path };
 }
 
 /**

@@ -24,6 +24,8 @@ const DENSE = 4;
 const EXTERNAL = 1;
 const NEEDS_INVITE = 2;
 const ROOM_MEMBER = 4;
+/** Suspended or deleted: kept in the index so a change of status is laid over it, never a candidate. */
+const NOT_CANDIDATE = 8;
 
 /** A user as the index is built from it: in ascending `seq` order. */
 export interface IndexedUser {
@@ -31,6 +33,13 @@ export interface IndexedUser {
   searchKey: string;
   external: boolean;
   needsInvite: boolean;
+  /** False for a suspended or deleted user. */
+  candidate: boolean;
+}
+
+/** The kind bits of a user. */
+function kindOf(user: IndexedUser): number {
+  return (user.external ? EXTERNAL : 0) | (user.needsInvite ? NEEDS_INVITE : 0) | (user.candidate ? 0 : NOT_CANDIDATE);
 }
 
 /**
@@ -254,7 +263,7 @@ export class SearchIndex {
     for (const [k, key] of keys.entries()) starts[k + 1] = starts[k]! + key.length;
     const kinds = new Uint8Array(users);
     kinds.set(base.kinds);
-    for (const [k, change] of changes.entries()) kinds[numbers[k]!] = (change.external ? EXTERNAL : 0) | (change.needsInvite ? NEEDS_INVITE : 0);
+    for (const [k, change] of changes.entries()) kinds[numbers[k]!] = kindOf(change);
 
     const inserts = {} as Overlay['inserts'];
     const sortKeys = changes.map((change) => ({
@@ -529,9 +538,9 @@ function placeOf(seqs: Float64Array, seq: number): number {
   return -1;
 }
 
-/** For each of the 8 kinds (external, needs invite, room member), 1 if such a user is a candidate under the filter. */
+/** For each of the 16 kinds (external, needs invite, room member, not a candidate), 1 if such a user is a candidate under the filter. */
 function acceptedKinds(includeExternal: boolean, filter: SignatoryFilter): Uint8Array {
-  const accepted = new Uint8Array(8);
+  const accepted = new Uint8Array(16);
   for (let kind = 0; kind < 8; kind++) {
     const candidate = { external: (kind & EXTERNAL) !== 0, needsInvitation: (kind & NEEDS_INVITE) !== 0, roomMember: (kind & ROOM_MEMBER) !== 0 };
     accepted[kind] = matchesFilter(candidate, includeExternal, filter) ? 1 : 0;
@@ -580,7 +589,7 @@ export class SearchIndexBuilder {
     for (const user of users) {
       if (this.#users > 0 && user.seq <= this.#seqs[this.#users - 1]!) this.#consistent = false;
       at = chunk.indexOf(END_OF_KEY, at) + 1;
-      this.#kinds[this.#users] = (user.external ? EXTERNAL : 0) | (user.needsInvite ? NEEDS_INVITE : 0);
+      this.#kinds[this.#users] = kindOf(user);
       this.#seqs[this.#users] = user.seq;
       this.#users += 1;
       this.#starts[this.#users] = this.#bytes + at;

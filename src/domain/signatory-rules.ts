@@ -54,8 +54,20 @@ export function filterNeedsMembers(filter: SignatoryFilter): boolean {
   return filter.roomMember !== undefined || filter.requiresInvitation !== undefined;
 }
 
+/** A user's status (contract section 2): suspended users are kept, and never candidates. */
+export type UserStatus = 'active' | 'pending' | 'suspended';
+export const USER_STATUSES: readonly UserStatus[] = ['active', 'pending', 'suspended'];
+
+/** The statuses of users who may be candidates of a lookup. */
+export const CANDIDATE_STATUSES = ['active', 'pending'] as const;
+
+/** Whether a user of this status (as stored: deleted users stay as rows) is ever a candidate. */
+export function isCandidateStatus(status: string): boolean {
+  return status === 'active' || status === 'pending';
+}
+
 /** Whether a user who is not a room member must be invited: external or not yet activated. */
-export function needsInvitation(user: { external: boolean; status: 'active' | 'pending' }): boolean {
+export function needsInvitation(user: { external: boolean; status: string }): boolean {
   return user.external || user.status === 'pending';
 }
 
@@ -100,6 +112,8 @@ export function matchesFilter(kind: CandidateKind, includeExternal: boolean, fil
 export interface Tally {
   external: boolean;
   needsInvitation: boolean;
+  /** False for users who are never candidates (suspended, deleted), tallied apart. */
+  candidate: boolean;
   users: number;
 }
 
@@ -111,8 +125,9 @@ export interface Tally {
 export function countFromTallies(organization: readonly Tally[], members: readonly Tally[], includeExternal: boolean, filter: SignatoryFilter): number {
   let count = 0;
   for (const kind of organization) {
+    if (!kind.candidate) continue;
     const inRoom = members
-      .filter((member) => member.external === kind.external && member.needsInvitation === kind.needsInvitation)
+      .filter((member) => member.candidate && member.external === kind.external && member.needsInvitation === kind.needsInvitation)
       .reduce((sum, member) => sum + member.users, 0);
     if (matchesFilter({ ...kind, roomMember: true }, includeExternal, filter)) count += inRoom;
     if (matchesFilter({ ...kind, roomMember: false }, includeExternal, filter)) count += kind.users - inRoom;

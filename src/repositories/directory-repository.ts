@@ -1,10 +1,14 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/tables.ts';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { containsAllTerms } from '../db/dialect-sql.ts';
+import { dialectOf } from '../db/dialect.ts';
+import type { Database, OrganizationTable, RoomTable, UserTable } from '../db/tables.ts';
 
 export interface OrganizationRow {
   id: string;
   externalSignatories: boolean;
   directoryVersion: number;
+  /** It has suspended or deleted users, whom lookups must pass over. */
+  hasNonCandidates: boolean;
 }
 
 /** Whether the room exists in that organization. */
@@ -31,13 +35,142 @@ export async function findLookupScope(
       'o.external_signatories',
       'o.directory_version',
       eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
+      eb
+        .exists(eb.selectFrom('user_tallies as t').select('t.org_id').whereRef('t.org_id', '=', 'o.id').where('t.room_id', '=', '').where('t.candidate', '=', 0).where('t.users', '>', 0))
+        .as('has_non_candidates'),
     ])
     .where('o.id', '=', orgId)
     .executeTakeFirst();
   if (row === undefined) return undefined;
   return {
-    organization: { id: row.id, externalSignatories: row.external_signatories === 1, directoryVersion: Number(row.directory_version) },
+    organization: {
+      id: row.id,
+      externalSignatories: row.external_signatories === 1,
+      directoryVersion: Number(row.directory_version),
+      hasNonCandidates: Boolean(row.has_non_candidates),
+    },
     // 1/0 on SQLite, true/false on PostgreSQL.
     roomExists: Boolean(row.room_exists),
   };
+}
+
+/** A stored user, as the directory API reads it (deleted users are never read). */
+export type UserRecord = Selectable<UserTable>;
+export type RoomRecord = Selectable<RoomTable> & { member_count: number };
+export type OrganizationRecord = Selectable<OrganizationTable>;
+
+/** The organization, or undefined. */
+export async function findOrganization(db: Kysely<Database>, orgId: string): Promise<OrganizationRecord | undefined> {
+  return db.selectFrom('organizations').selectAll().where('id', '=', orgId).executeTakeFirst();
+}
+
+/** A page of organizations by id (`ids` undefined: all of them), and how many there are. */
+export async function listOrganizations(db: Kysely<Database>, ids: readonly string[] | undefined, offset: number, limit: number): Promise<{ total: number; rows: OrganizationRecord[] }> {
+  if (ids !== undefined && ids.length === 0) return { total: 0, rows: [] };
+  const scoped = ids === undefined ? db.selectFrom('organizations') : db.selectFrom('organizations').where('id', 'in', ids);
+  const count = await scoped.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  const rows = await scoped.selectAll().orderBy('id').offset(offset).limit(limit).execute();
+  return { total: Number(count.count), rows };
+}
+
+/** The user with this id (not deleted), or undefined. */
+export async function findUser(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord | undefined> {
+  return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).where('status', '<>', 'deleted').executeTakeFirst();
+}
+
+/** The stored row of this id, deleted or not (a deleted user's id may be taken again). */
+export async function findUserRow(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord | undefined> {
+  return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).executeTakeFirst();
+}
+
+/** The id of another user whose email is this one ignoring case, if any. */
+export async function findEmailOwner(db: Kysely<Database>, orgId: string, emailLower: string): Promise<string | undefined> {
+  const row = await db.selectFrom('users').select('id').where('org_id', '=', orgId).where('email_lower', '=', emailLower).executeTakeFirst();
+  return row?.id;
+}
+
+/** The id of a user whose userName is this one ignoring case, if any. */
+export async function findUserNameOwner(db: Kysely<Database>, orgId: string, userNameLower: string): Promise<string | undefined> {
+  const row = await db.selectFrom('users').select('id').where('org_id', '=', orgId).where('user_name_lower', '=', userNameLower).executeTakeFirst();
+  return row?.id;
+}
+
+/** The users route's query (contract section 8): terms as in the lookup, an optional status, the sort of the lookup. */
+export interface UserListQuery {
+  orgId: string;
+  terms: readonly string[];
+  status?: string | undefined;
+  sortColumns: readonly ('lastname_key' | 'firstname_key' | 'email_key')[];
+  direction: 'asc' | 'desc';
+  /** Only the members of this room. */
+  roomId?: string | undefined;
+}
+
+function usersMatching(db: Kysely<Database>, query: UserListQuery) {
+  let select = db.selectFrom('users as u').where('u.org_id', '=', query.orgId).where('u.status', '<>', 'deleted');
+  if (query.status !== undefined) select = select.where('u.status', '=', query.status as UserTable['status']);
+  for (const condition of containsAllTerms(dialectOf(db), sql.ref('u.search_key'), query.terms)) select = select.where(condition);
+  if (query.roomId !== undefined) {
+    const roomId = query.roomId;
+    select = select.where((eb) =>
+      eb.exists(eb.selectFrom('room_members as m').select('m.user_id').whereRef('m.org_id', '=', 'u.org_id').whereRef('m.user_id', '=', 'u.id').where('m.room_id', '=', roomId)),
+    );
+  }
+  return select;
+}
+
+/** A page of the organization's users (or a room's members) and how many match. */
+export async function listUsers(db: Kysely<Database>, query: UserListQuery, offset: number, limit: number): Promise<{ total: number; rows: UserRecord[] }> {
+  const count = await usersMatching(db, query)
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow();
+  let select = usersMatching(db, query).selectAll('u');
+  for (const column of [...query.sortColumns, 'id' as const]) select = select.orderBy(`u.${column}`, query.direction);
+  const rows = await select.offset(offset).limit(limit).execute();
+  return { total: Number(count.count), rows };
+}
+
+/** Members counted from the tallies (a few rows per room). */
+function withMemberCount(db: Kysely<Database>) {
+  return db.selectFrom('rooms as r').selectAll('r').select((eb) =>
+    eb
+      .selectFrom('user_tallies as t')
+      .select((inner) => inner.fn.coalesce(inner.fn.sum<number | string>('t.users'), sql<number>`0`).as('n'))
+      .whereRef('t.org_id', '=', 'r.org_id')
+      .whereRef('t.room_id', '=', 'r.id')
+      .as('member_count'),
+  );
+}
+
+function toRoomRecord(row: Selectable<RoomTable> & { member_count: number | string | null }): RoomRecord {
+  return { ...row, member_count: Number(row.member_count ?? 0) };
+}
+
+/** The room, with its number of members, or undefined. */
+export async function findRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord | undefined> {
+  const row = await withMemberCount(db).where('r.org_id', '=', orgId).where('r.id', '=', roomId).executeTakeFirst();
+  return row === undefined ? undefined : toRoomRecord(row);
+}
+
+/** A page of the organization's rooms by id, and how many there are. */
+export async function listRooms(db: Kysely<Database>, orgId: string, offset: number, limit: number): Promise<{ total: number; rows: RoomRecord[] }> {
+  const count = await db
+    .selectFrom('rooms')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  const rows = await withMemberCount(db).where('r.org_id', '=', orgId).orderBy('r.id').offset(offset).limit(limit).execute();
+  return { total: Number(count.count), rows: rows.map(toRoomRecord) };
+}
+
+/** Whether the user is a member of the room. */
+export async function isMember(db: Kysely<Database>, orgId: string, roomId: string, userId: string): Promise<boolean> {
+  const row = await db.selectFrom('room_members').select('user_id').where('org_id', '=', orgId).where('room_id', '=', roomId).where('user_id', '=', userId).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Whether the room holds documents. */
+export async function roomHasDocuments(db: Kysely<Database>, orgId: string, roomId: string): Promise<boolean> {
+  const row = await db.selectFrom('documents').select('id').where('org_id', '=', orgId).where('room_id', '=', roomId).limit(1).executeTakeFirst();
+  return row !== undefined;
 }

@@ -4,7 +4,7 @@ import { notIndexed } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import type { ChangedUser, IndexedUser } from '../domain/search-index.ts';
-import { sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
+import { isCandidateStatus, sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
 import { SORT_KEY_COLUMNS } from './signatory-repository.ts';
 
 /**
@@ -74,13 +74,19 @@ export async function findDirectoryVersions(db: Kysely<Database>, orgIds: readon
 export async function readIndexedUsers(db: Kysely<Database>, orgId: string, afterSeq: number, limit: number): Promise<IndexedUser[]> {
   const rows = await db
     .selectFrom('users as u')
-    .select(['u.seq', 'u.search_key', 'u.external', 'u.needs_invite'])
+    .select(['u.seq', 'u.search_key', 'u.external', 'u.needs_invite', 'u.status'])
     .where('u.seq', '>', afterSeq)
     .where(notIndexed(dialectOf(db), sql.ref<string>('u.org_id')), '=', orgId)
     .orderBy('u.seq')
     .limit(limit)
     .execute();
-  return rows.map((row) => ({ seq: Number(row.seq), searchKey: row.search_key, external: row.external === 1, needsInvite: row.needs_invite === 1 }));
+  return rows.map((row) => ({
+    seq: Number(row.seq),
+    searchKey: row.search_key,
+    external: row.external === 1,
+    needsInvite: row.needs_invite === 1,
+    candidate: isCandidateStatus(row.status),
+  }));
 }
 
 /** Where a walk along a sort order stopped: the sort keys and id of the last user read. */
@@ -142,7 +148,7 @@ export async function readRoomMemberSeqs(
 export async function readChangedUsers(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<ChangedUser[]> {
   const rows = await db
     .selectFrom('users as u')
-    .select(['u.seq', 'u.id', 'u.search_key', 'u.lastname_key', 'u.firstname_key', 'u.email_key', 'u.external', 'u.needs_invite'])
+    .select(['u.seq', 'u.id', 'u.search_key', 'u.lastname_key', 'u.firstname_key', 'u.email_key', 'u.external', 'u.needs_invite', 'u.status'])
     .where('u.org_id', '=', orgId)
     .where('u.changed_in', '>', since)
     // Spelled as the partial index's condition, which the databases must see to use it.
@@ -157,6 +163,7 @@ export async function readChangedUsers(db: Kysely<Database>, orgId: string, sinc
     sortKeys: { lastname: row.lastname_key, firstname: row.firstname_key, email: row.email_key },
     external: row.external === 1,
     needsInvite: row.needs_invite === 1,
+    candidate: isCandidateStatus(row.status),
   }));
 }
 

@@ -3,7 +3,7 @@ import { containsAllTerms, hasNul, indexableTerms, inSearchIndex, notIndexed } f
 import { chunks } from '../db/chunks.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
-import { sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../domain/signatory-rules.ts';
+import { CANDIDATE_STATUSES, sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../domain/signatory-rules.ts';
 
 /** Everything that decides which candidates match, independent of paging. */
 export interface CandidateCriteria {
@@ -14,6 +14,11 @@ export interface CandidateCriteria {
   filter: SignatoryFilter;
   /** Folded search terms, each of which must match. */
   terms: readonly string[];
+  /**
+   * Whether the organization has users who are never candidates (suspended, deleted): only then
+   * is the status tested, which the sort indexes do not hold (a deep page would read every row).
+   */
+  hasNonCandidates: boolean;
 }
 
 /**
@@ -90,6 +95,7 @@ function candidates(db: Kysely<Database>, criteria: CandidateCriteria, plan: Pag
         ? roomMembers(db, criteria.orgId, roomId)
         : db.selectFrom('users as u').where('u.org_id', '=', criteria.orgId);
   if (terms.length < criteria.terms.length) query = query.where(sql<SqlBool>`1 = 0`);
+  if (criteria.hasNonCandidates) query = query.where('u.status', 'in', CANDIDATE_STATUSES);
   if (!criteria.includeExternal || filter.external === false) query = query.where('u.external', '=', 0);
   if (filter.roomMember === true && !membersOnly) query = query.where((eb) => isRoomMember(eb, roomId));
   if (filter.roomMember === false) query = query.where((eb) => eb.not(isRoomMember(eb, roomId)));

@@ -6,11 +6,11 @@ import type { Tally } from '../domain/signatory-rules.ts';
 export async function findTallies(db: Kysely<Database>, orgId: string, roomId: string): Promise<{ organization: Tally[]; members: Tally[] }> {
   const rows = await db
     .selectFrom('user_tallies')
-    .select(['room_id', 'external', 'needs_invite', 'users'])
+    .select(['room_id', 'external', 'needs_invite', 'candidate', 'users'])
     .where('org_id', '=', orgId)
     .where('room_id', 'in', ['', roomId])
     .execute();
-  const tally = (row: (typeof rows)[number]): Tally => ({ external: row.external === 1, needsInvitation: row.needs_invite === 1, users: Number(row.users) });
+  const tally = (row: (typeof rows)[number]): Tally => ({ external: row.external === 1, needsInvitation: row.needs_invite === 1, candidate: row.candidate === 1, users: Number(row.users) });
   return {
     organization: rows.filter((row) => row.room_id === '').map(tally),
     members: rows.filter((row) => row.room_id !== '').map(tally),
@@ -38,13 +38,51 @@ async function retally(db: Kysely<Database>, orgId: string | undefined): Promise
   if (orgId !== undefined) stale = stale.where('org_id', '=', orgId);
   await stale.execute();
   await sql`
-    insert into user_tallies (org_id, room_id, external, needs_invite, users)
-    select org_id, '', external, needs_invite, count(*) from users ${ofOrganization(sql.ref('org_id'))}
-    group by org_id, external, needs_invite`.execute(db);
+    insert into user_tallies (org_id, room_id, external, needs_invite, candidate, users)
+    select org_id, '', external, needs_invite, ${CANDIDATE}, count(*) from users ${ofOrganization(sql.ref('org_id'))}
+    group by org_id, external, needs_invite, ${CANDIDATE}`.execute(db);
   await sql`
-    insert into user_tallies (org_id, room_id, external, needs_invite, users)
-    select m.org_id, m.room_id, u.external, u.needs_invite, count(*)
+    insert into user_tallies (org_id, room_id, external, needs_invite, candidate, users)
+    select m.org_id, m.room_id, u.external, u.needs_invite, ${MEMBER_CANDIDATE}, count(*)
     from room_members m join users u on u.org_id = m.org_id and u.id = m.user_id
     ${ofOrganization(sql.ref('m.org_id'))}
-    group by m.org_id, m.room_id, u.external, u.needs_invite`.execute(db);
+    group by m.org_id, m.room_id, u.external, u.needs_invite, ${MEMBER_CANDIDATE}`.execute(db);
+}
+
+/** 1 for a user who may be a candidate (see isCandidateStatus), 0 otherwise. */
+const CANDIDATE = sql`case when status in ('active', 'pending') then 1 else 0 end`;
+const MEMBER_CANDIDATE = sql`case when u.status in ('active', 'pending') then 1 else 0 end`;
+
+/** A user's kind, as the tallies count it. */
+export interface TallyKind {
+  external: number;
+  needs_invite: number;
+  candidate: number;
+}
+
+/**
+ * Moves one user in the tallies of the organization and of every room it is a member of: out of
+ * `from` (undefined: a new user), into `to` (undefined: gone). For a single write, where counting
+ * the organization again would read every user.
+ */
+export async function moveInTallies(db: Kysely<Database>, orgId: string, userId: string, from: TallyKind | undefined, to: TallyKind | undefined): Promise<void> {
+  if (from !== undefined && to !== undefined && from.external === to.external && from.needs_invite === to.needs_invite && from.candidate === to.candidate) return;
+  for (const [kind, delta] of [[from, -1], [to, 1]] as const) {
+    if (kind === undefined) continue;
+    await addToTally(db, sql`select ${orgId} as org_id, '' as room_id`, kind, delta);
+    await addToTally(db, sql`select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`, kind, delta);
+  }
+}
+
+/** Counts a user of `kind` in, or out of (`delta` -1), a room's members. */
+export async function moveInRoomTally(db: Kysely<Database>, orgId: string, roomId: string, kind: TallyKind, delta: 1 | -1): Promise<void> {
+  await addToTally(db, sql`select ${orgId} as org_id, ${roomId} as room_id`, kind, delta);
+}
+
+/** Adds `delta` users of `kind` to the tallies of the (org_id, room_id) pairs `scopes` selects. */
+async function addToTally(db: Kysely<Database>, scopes: RawBuilder<unknown>, kind: TallyKind, delta: number): Promise<void> {
+  await sql`
+    insert into user_tallies (org_id, room_id, external, needs_invite, candidate, users)
+    select s.org_id, s.room_id, ${kind.external}, ${kind.needs_invite}, ${kind.candidate}, ${delta} from (${scopes}) s where true
+    on conflict (org_id, room_id, external, needs_invite, candidate) do update set users = user_tallies.users + excluded.users`.execute(db);
 }

@@ -244,6 +244,7 @@ function lookupKeys(
     includeExternal: scope.externalSignatories,
     filter: signatoryFilter(request),
     terms: searchTerms(request.searchQuery),
+    hasNonCandidates: scope.hasNonCandidates,
   };
   return { criteria, directoryVersion: scope.directoryVersion, page: cacheKey([scope.directoryVersion, criteria, sort, pageRequest]) };
 }

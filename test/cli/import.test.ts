@@ -86,7 +86,7 @@ describe('bin/signroom import', () => {
         /^\$\.organizations\[0\]\.users\[0\]\.id: user id must be/m,
         /^\$\.organizations\[0\]\.users\[0\]\.email: must be an email address/m,
         /^\$\.organizations\[0\]\.users\[0\]\.external: must be true or false/m,
-        /^\$\.organizations\[0\]\.users\[0\]\.status: must be "active" or "pending"/m,
+        /^\$\.organizations\[0\]\.users\[0\]\.status: must be "active", "pending", "suspended"/m,
         /^\$\.organizations\[0\]\.users\[0\]\.firstname: must be a string/m,
         /^\$\.organizations\[0\]\.rooms: must be an array/m,
         /^\$\.credentials\[0\]\.username: must not contain ":"/m,

@@ -14,7 +14,7 @@ const PIECES = ['an', 'ä', 'ß', 'ss', '😀', 'x', '\n', 'é', '.', 'b'];
 const keyArb = fc.array(fc.constantFrom(...PIECES), { maxLength: 6 }).map((parts) => parts.join(''));
 
 const usersArb = fc
-  .array(fc.record({ searchKey: keyArb, external: fc.boolean(), needsInvite: fc.boolean(), member: fc.boolean(), gap: fc.integer({ min: 1, max: 5 }) }), { maxLength: 60 })
+  .array(fc.record({ searchKey: keyArb, external: fc.boolean(), needsInvite: fc.boolean(), candidate: fc.boolean(), member: fc.boolean(), gap: fc.integer({ min: 1, max: 5 }) }), { maxLength: 60 })
   .chain((rows) =>
     fc
       .record({
@@ -27,7 +27,7 @@ const usersArb = fc
         return rows.map((row, index): User => {
           seq += row.gap;
           const rank = { lastname: orders.lastname.indexOf(index), firstname: orders.firstname.indexOf(index), email: orders.email.indexOf(index) };
-          return { seq, searchKey: row.searchKey, external: row.external, needsInvite: row.needsInvite, member: row.member, rank };
+          return { seq, searchKey: row.searchKey, external: row.external, needsInvite: row.needsInvite, candidate: row.candidate, member: row.member, rank };
         });
       }),
   );
@@ -50,7 +50,7 @@ function build(users: readonly User[], piece = 7): SearchIndex {
 function model(users: readonly User[], search: { terms: string[]; includeExternal: boolean; filter: SignatoryFilter; sortBy: SortField; direction: SortDirection; offset: number; size: number }) {
   const matching = users
     .filter((user) => search.terms.every((term) => user.searchKey.includes(term)))
-    .filter((user) => matchesFilter({ external: user.external, needsInvitation: user.needsInvite, roomMember: user.member }, search.includeExternal, search.filter))
+    .filter((user) => user.candidate && matchesFilter({ external: user.external, needsInvitation: user.needsInvite, roomMember: user.member }, search.includeExternal, search.filter))
     .sort((a, b) => (a.rank[search.sortBy] - b.rank[search.sortBy]) * (search.direction === 'ASC' ? 1 : -1));
   return { total: matching.length, seqs: matching.slice(search.offset, search.offset + search.size).map((user) => user.seq) };
 }
@@ -84,6 +84,7 @@ describe('SearchIndex', () => {
       seq: i + 1,
       searchKey: i % 10 === 0 ? `an\nss${i}` : `an\nb${i}`,
       external: false,
+      candidate: true,
       needsInvite: false,
       member: false,
       rank: { lastname: i, firstname: i, email: i },
@@ -98,7 +99,7 @@ describe('SearchIndex', () => {
   });
 
   it('never matches a term across two users, or with U+0000', () => {
-    const users: User[] = ['ab', 'cd'].map((searchKey, i) => ({ seq: i + 1, searchKey, external: false, needsInvite: false, member: false, rank: { lastname: i, firstname: i, email: i } }));
+    const users: User[] = ['ab', 'cd'].map((searchKey, i) => ({ seq: i + 1, searchKey, external: false, needsInvite: false, candidate: true, member: false, rank: { lastname: i, firstname: i, email: i } }));
     const index = build(users);
     const ask = (term: string) => index.search({ terms: [term], includeExternal: true, filter: {}, sortBy: 'email', direction: 'DESC', offset: 0, size: 5 }).total;
     assert.equal(ask('bc'), 0);
@@ -113,7 +114,7 @@ describe('SearchIndex', () => {
   });
 
   it('warms its search paths up without a term any user could type, on any index', () => {
-    for (const users of [[], [{ seq: 1, searchKey: 'ann\nsch\nann@x', external: false, needsInvite: false, member: false, rank: { lastname: 0, firstname: 0, email: 0 } }]]) {
+    for (const users of [[], [{ seq: 1, searchKey: 'ann\nsch\nann@x', external: false, needsInvite: false, candidate: true, member: false, rank: { lastname: 0, firstname: 0, email: 0 } }]]) {
       const index = build(users);
       warmUp(index);
       assert.equal(index.search({ terms: ['ann'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }).total, users.length);
@@ -126,7 +127,7 @@ describe('SearchIndex', () => {
 });
 
 describe('SearchIndexBuilder', () => {
-  const user = (seq: number): IndexedUser => ({ seq, searchKey: `k${seq}`, external: false, needsInvite: false });
+  const user = (seq: number): IndexedUser => ({ seq, searchKey: `k${seq}`, external: false, needsInvite: false, candidate: true });
 
   it('gives no index when the pieces do not fit together', () => {
     const cases: [string, (builder: SearchIndexBuilder) => void][] = [
@@ -158,6 +159,7 @@ interface StoredUser {
   keys: Record<SortField, string>;
   external: boolean;
   needsInvite: boolean;
+  candidate: boolean;
 }
 
 const asChanged = (user: StoredUser): ChangedUser => ({
@@ -167,6 +169,7 @@ const asChanged = (user: StoredUser): ChangedUser => ({
   sortKeys: user.keys,
   external: user.external,
   needsInvite: user.needsInvite,
+  candidate: user.candidate,
 });
 
 /** The index the loader would read for these users: each order as the databases sort (keys byte-wise, then id). */
@@ -196,11 +199,11 @@ const namePieceArb = fc.array(fc.constantFrom(...PIECES_OF_NAMES), { maxLength: 
 
 /** Each user's new keys and kind, for some of them. */
 const rewriteArb = (names: fc.Arbitrary<string>) =>
-  fc.array(fc.record({ at: fc.nat(), firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean() }), { maxLength: 12 });
+  fc.array(fc.record({ at: fc.nat(), firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean(), candidate: fc.boolean() }), { maxLength: 12 });
 const newUsersArb = (names: fc.Arbitrary<string>) =>
-  fc.array(fc.record({ firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean(), gap: fc.integer({ min: 1, max: 3 }) }), { maxLength: 10 });
+  fc.array(fc.record({ firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean(), candidate: fc.boolean(), gap: fc.integer({ min: 1, max: 3 }) }), { maxLength: 10 });
 
-type Rewrite = { at: number; firstname: string; lastname: string; email: string; external: boolean; needsInvite: boolean };
+type Rewrite = { at: number; firstname: string; lastname: string; email: string; external: boolean; needsInvite: boolean; candidate: boolean };
 type NewUser = Omit<Rewrite, 'at'> & { gap: number };
 
 /** The directory after some users are rewritten and some added (emails stay distinct: the index in them), and the changes in seq order. */
@@ -210,14 +213,14 @@ function evolve(users: readonly StoredUser[], rewrites: readonly Rewrite[], adde
   for (const row of rewrites) {
     if (next.length === 0) break;
     const index = row.at % next.length;
-    next[index] = { ...next[index]!, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite };
+    next[index] = { ...next[index]!, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite, candidate: row.candidate };
     changed.add(index);
   }
   let seq = next.at(-1)?.seq ?? 0;
   for (const row of added) {
     const index = next.length;
     seq += row.gap;
-    next.push({ seq, id: `${idPrefix}u${index}`, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite });
+    next.push({ seq, id: `${idPrefix}u${index}`, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite, candidate: row.candidate });
     changed.add(index);
   }
   return { users: next, changed: [...changed].sort((a, b) => a - b).map((index) => asChanged(next[index]!)) };
@@ -296,7 +299,7 @@ describe('SearchIndex.withChanges', () => {
   });
 
   it('gives up on changes that do not fit the index', () => {
-    const stored = (seq: number): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: `f${seq}`, lastname: `l${seq}`, email: `e${seq}` }, external: false, needsInvite: false });
+    const stored = (seq: number): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: `f${seq}`, lastname: `l${seq}`, email: `e${seq}` }, external: false, needsInvite: false, candidate: true });
     const index = read([1, 5, 9].map(stored), 1);
     const user = (seq: number) => asChanged(stored(seq));
     assert.equal(index.withChanges(2, 3, [user(3)]), undefined, 'a seq between held ones is no user of this index');
@@ -305,7 +308,7 @@ describe('SearchIndex.withChanges', () => {
   });
 
   it('keeps room members, none of the users added after them a member', () => {
-    const users = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((seq): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: '', lastname: '', email: `e${seq}` }, external: false, needsInvite: false }));
+    const users = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((seq): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: '', lastname: '', email: `e${seq}` }, external: false, needsInvite: false, candidate: true }));
     const some = read(users, 1).roomMembers([2, 9])!.extendedTo(17);
     assert.equal(some.bytes, 3);
     assert.deepEqual([...Array(17).keys()].filter((user) => some.has(user)), [1, 8]);

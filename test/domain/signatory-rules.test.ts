@@ -66,21 +66,21 @@ describe('sortKeyOrder', () => {
 });
 
 describe('countFromTallies', () => {
-  it('counts what testing each user would count, for every filter', () => {
-    const user = fc.record({ external: fc.boolean(), pending: fc.boolean(), member: fc.boolean() });
+  it('counts what testing each user would count, for every filter, suspended users never', () => {
+    const user = fc.record({ external: fc.boolean(), pending: fc.boolean(), member: fc.boolean(), suspended: fc.boolean() });
     const filter = fc.record(
       { roomMember: fc.boolean(), requiresInvitation: fc.boolean(), external: fc.constant(false as const) },
       { requiredKeys: [] },
     );
     fc.assert(
       fc.property(fc.array(user, { maxLength: 60 }), filter, fc.boolean(), (users, wanted, includeExternal) => {
-        const kinds = users.map((u) => ({ external: u.external, needsInvitation: u.external || u.pending, roomMember: u.member }));
-        const expected = kinds.filter((kind) => matchesFilter(kind, includeExternal, wanted)).length;
+        const kinds = users.map((u) => ({ external: u.external, needsInvitation: u.external || u.pending, roomMember: u.member, candidate: !u.suspended }));
+        const expected = kinds.filter((kind) => kind.candidate && matchesFilter(kind, includeExternal, wanted)).length;
         const tally = (list: typeof kinds): Tally[] => {
           const counts = new Map<string, Tally>();
           for (const kind of list) {
-            const key = `${kind.external}/${kind.needsInvitation}`;
-            const entry = counts.get(key) ?? { external: kind.external, needsInvitation: kind.needsInvitation, users: 0 };
+            const key = `${kind.external}/${kind.needsInvitation}/${kind.candidate}`;
+            const entry = counts.get(key) ?? { external: kind.external, needsInvitation: kind.needsInvitation, candidate: kind.candidate, users: 0 };
             entry.users += 1;
             counts.set(key, entry);
           }

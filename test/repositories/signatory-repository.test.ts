@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** What a lookup in the demo organization's room asks for: the purpose's filter and the words as search terms. */
 function demoCriteria(roomId: string, purpose: Purpose | undefined, words: readonly string[]): CandidateCriteria {
-  return { orgId: 'demo', roomId, includeExternal: true, filter: signatoryFilter({ purpose }), terms: searchTerms(words.join(' ')) };
+  return { orgId: 'demo', roomId, includeExternal: true, filter: signatoryFilter({ purpose }), terms: searchTerms(words.join(' ')), hasNonCandidates: false };
 }
 
 describe('signatory repository: both page plans give the same rows', () => {

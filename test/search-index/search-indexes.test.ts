@@ -18,7 +18,7 @@ const emailOf = (seq: number, keyLength = 45) => `user${String(seq).padStart(4, 
 function parts(version: number, users: number, keyLength = 45) {
   const builder = new SearchIndexBuilder(version, users);
   const seqs = Array.from({ length: users }, (_, i) => i + 1);
-  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `\n\n${emailOf(seq, keyLength)}`, external: false, needsInvite: false })));
+  builder.addUsers(seqs.map((seq) => ({ seq, searchKey: `\n\n${emailOf(seq, keyLength)}`, external: false, needsInvite: false, candidate: true })));
   for (const field of ['lastname', 'firstname', 'email'] as const) builder.addOrder(field, seqs);
   return builder.parts()!;
 }
@@ -105,7 +105,7 @@ describe('SearchIndexes', () => {
     await indexes.close();
 
     // A copy of version 3 while the database is at 4: only what changed since is read.
-    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false };
+    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false, candidate: true };
     directory.set('acme', { version: 4, users: 11, changes: { changed: [added], rooms: [] } });
     const restarted = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     restarted.index('acme', 4);
@@ -269,6 +269,7 @@ describe('SearchIndexes', () => {
       sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
       external,
       needsInvite: false,
+      candidate: true,
     });
     directory.set('acme', { version: 2, users: 12, members: [2, 4, 12], changes: { changed: [changed(3, true), changed(11), changed(12)], rooms: ['staff'] } });
     assert.equal(indexes.index('acme', 2), undefined);
@@ -303,7 +304,7 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     const added = Array.from({ length: 2_001 }, (_, k): ChangedUser => {
       const seq = 3_001 + k;
-      return { seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false };
+      return { seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false, candidate: true };
     });
     directory.set('acme', { version: 2, users: 5_001, members: [5], changes: { changed: added, rooms: [] } });
     indexes.index('acme', 2);
@@ -329,7 +330,7 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.status().loading, 0, 'nothing held: no wait, nothing queued');
     indexes.index('acme', 1);
     await settled(indexes);
-    const added = (seq: number): ChangedUser => ({ seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false });
+    const added = (seq: number): ChangedUser => ({ seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false, candidate: true });
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
     await indexes.catchUp('acme', 2, 60_000);
     assert.equal(indexes.index('acme', 2)?.users, 11, 'at the new version once the wait is over');
@@ -350,7 +351,7 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     let token = 1;
     indexes.watch({ token: () => token, catchUp: () => undefined }, 5);
-    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false };
+    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false, candidate: true };
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added], rooms: [] } });
     directory.set('other', { version: 2, users: 10 });
     token += 1;

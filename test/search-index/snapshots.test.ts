@@ -10,7 +10,7 @@ import { readSnapshot, writeSnapshot, type DirectoryState } from '../../src/sear
 /** The parts of an index of `users` users with keys and orders that differ from user to user. */
 function sampleParts(version: number, users: number): SearchIndexParts {
   const builder = new SearchIndexBuilder(version, users);
-  builder.addUsers(Array.from({ length: users }, (_, k) => ({ seq: 10 + k * 3, searchKey: `zoë ${k}\nmüller\nuser.${k}@x.example`, external: k % 3 === 0, needsInvite: k % 5 === 0 })));
+  builder.addUsers(Array.from({ length: users }, (_, k) => ({ seq: 10 + k * 3, searchKey: `zoë ${k}\nmüller\nuser.${k}@x.example`, external: k % 3 === 0, needsInvite: k % 5 === 0, candidate: true })));
   const seqs = Array.from({ length: users }, (_, k) => 10 + k * 3);
   builder.addOrder('lastname', seqs);
   builder.addOrder('firstname', [...seqs].reverse());

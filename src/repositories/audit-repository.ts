@@ -1,0 +1,37 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { AuditEventTable, Database } from '../db/tables.ts';
+
+/** An audit event as written: everything but the generated `seq`. */
+export type AuditEventRow = Omit<AuditEventTable, 'seq'>;
+
+/** Records events; called in the transaction of the change they record. */
+export async function insertAuditEvents(db: Kysely<Database>, rows: readonly AuditEventRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('audit_events').values([...rows]).execute();
+}
+
+/** What the audit-events route filters on; `since` and `until` are ISO 8601 instants (inclusive, exclusive). */
+export interface AuditEventQuery {
+  orgId: string;
+  action?: string | undefined;
+  actor?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+}
+
+function filtered(db: Kysely<Database>, query: AuditEventQuery) {
+  let select = db.selectFrom('audit_events').where('org_id', '=', query.orgId);
+  if (query.action !== undefined) select = select.where('action', '=', query.action);
+  if (query.actor !== undefined) select = select.where('actor', '=', query.actor);
+  if (query.since !== undefined) select = select.where('at', '>=', query.since);
+  if (query.until !== undefined) select = select.where('at', '<', query.until);
+  return select;
+}
+
+/** A page of the organization's events, newest first, and how many match in all. */
+export async function findAuditEvents(db: Kysely<Database>, query: AuditEventQuery, offset: number, limit: number): Promise<{ total: number; rows: Selectable<AuditEventTable>[] }> {
+  const count = await filtered(db, query)
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow();
+  const rows = await filtered(db, query).selectAll().orderBy('seq', 'desc').offset(offset).limit(limit).execute();
+  return { total: Number(count.count), rows };
+}

@@ -1,0 +1,213 @@
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { dialectOf, type DialectName } from '../db/dialect.ts';
+import type { Database, RoomMemberTable, RoomTable, UserTable } from '../db/tables.ts';
+
+/**
+ * The SQL of directory writes: users, rooms, members and organizations' versions, as the one
+ * directory writer (src/directory/directory-writer.ts) and the bulk import issue them.
+ */
+
+/** An organization as an import or the API writes it; `externalSignatories` undefined: the stored setting stays (false for a new one). */
+export interface OrganizationUpsert {
+  id: string;
+  name: string;
+  externalSignatories: boolean | undefined;
+}
+
+/**
+ * Upserts organizations, two statements at most (with the setting given, and without), bumping
+ * the directory version of those that exist; their directory versions after.
+ */
+export async function upsertOrganizationRows(trx: Transaction<Database>, organizations: readonly OrganizationUpsert[], at: string): Promise<{ id: string; directory_version: number }[]> {
+  const versions: { id: string; directory_version: number }[] = [];
+  for (const settingGiven of [true, false]) {
+    const rows = organizations.filter((organization) => (organization.externalSignatories !== undefined) === settingGiven);
+    if (rows.length === 0) continue;
+    await trx
+      .insertInto('organizations')
+      .values(rows.map((organization) => ({ id: organization.id, name: organization.name, external_signatories: organization.externalSignatories === true ? 1 : 0, created_at: at, updated_at: at })))
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet((eb) => ({
+          name: eb.ref('excluded.name'),
+          // Left out: the stored setting stays.
+          external_signatories: settingGiven ? eb.ref('excluded.external_signatories') : eb.ref('organizations.external_signatories'),
+          directory_version: eb(eb.ref('organizations.directory_version'), '+', 1),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .returning(['id', 'directory_version'])
+      .execute()
+      .then((rows) => versions.push(...rows.map((row) => ({ id: row.id, directory_version: Number(row.directory_version) }))));
+  }
+  return versions;
+}
+
+/**
+ * Lists each directory version made with the writing transaction's random stamp (see the
+ * directory-states migration), keeping only the last LISTED_STATES of each organization.
+ */
+export async function listDirectoryVersions(trx: Transaction<Database>, versions: readonly { id: string; directory_version: number }[], stamp: string): Promise<void> {
+  if (versions.length === 0) return;
+  await trx
+    .insertInto('directory_states')
+    .values(versions.map((row) => ({ org_id: row.id, version: row.directory_version, stamp })))
+    .onConflict((oc) => oc.columns(['org_id', 'version']).doUpdateSet((eb) => ({ stamp: eb.ref('excluded.stamp') })))
+    .execute();
+  await sql`delete from directory_states where org_id in (${sql.join(versions.map((row) => row.id))})
+    and version <= (select o.directory_version from organizations o where o.id = directory_states.org_id) - ${LISTED_STATES}`.execute(trx);
+}
+
+/**
+ * Directory versions listed per organization: a server whose copy of an index is older (stopped
+ * across more imports of its organization than this) reads the index whole at its next start.
+ */
+export const LISTED_STATES = 16;
+
+/** Creates rooms, or renames those that exist (by organization and id); and marks their member lists replaced if the rows say so. */
+export async function upsertRoomRows(trx: Transaction<Database>, rows: readonly RoomTable[]): Promise<void> {
+  const membersReplaced = rows[0]?.members_changed_in !== undefined;
+  await trx
+    .insertInto('rooms')
+    .values([...rows])
+    .onConflict((oc) =>
+      oc.columns(['org_id', 'id']).doUpdateSet((eb) =>
+        membersReplaced
+          ? { name: eb.ref('excluded.name'), updated_at: eb.ref('excluded.updated_at'), members_changed_in: eb.ref('excluded.members_changed_in') }
+          : { name: eb.ref('excluded.name'), updated_at: eb.ref('excluded.updated_at') },
+      ),
+    )
+    .execute();
+}
+
+/** A user as the import writes it: every column but the generated `seq` and those only SCIM sets. */
+export type UserRow = Omit<UserTable, 'seq' | 'user_name' | 'user_name_lower' | 'external_id'>;
+
+const USER_COLUMNS = [
+  'org_id',
+  'id',
+  'firstname',
+  'lastname',
+  'email',
+  'email_lower',
+  'external',
+  'status',
+  'needs_invite',
+  'firstname_key',
+  'lastname_key',
+  'email_key',
+  'search_key',
+  'changed_in',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof UserRow)[];
+
+/** What the in-memory search index holds of a user: a re-import that leaves these as they are leaves `changed_in` too. */
+const INDEXED_COLUMNS = ['search_key', 'firstname_key', 'lastname_key', 'email_key', 'external', 'needs_invite', 'status'] as const satisfies readonly (keyof UserRow)[];
+
+/** `changed_in` of an upsert: the new version only if something the index holds differs (the stored one otherwise). */
+const changedIn = sql`case when ${sql.join(
+  INDEXED_COLUMNS.map((column) => sql`users.${sql.id(column)} = excluded.${sql.id(column)}`),
+  sql` and `,
+)} then users.changed_in else excluded.changed_in end`;
+
+/** Rows per insert statement: SQLite binds every value (at most 32,766); PostgreSQL takes one array per column. */
+export function insertBatch(dialect: DialectName): number {
+  return dialect === 'postgres' ? 10_000 : 500;
+}
+
+/**
+ * Builds the statement that inserts users, or replaces every column of those
+ * that exist (by organization and id), and returns what runs it: a loader can
+ * build the next batch while the database writes this one. `insertOnly` is for
+ * an organization without stored users, whose unique keys may be dropped.
+ */
+export function prepareUserUpsert(trx: Transaction<Database>, rows: readonly UserRow[], options: { insertOnly: boolean }): () => Promise<unknown> {
+  const replaced = USER_COLUMNS.filter((column) => column !== 'org_id' && column !== 'id' && column !== 'created_at');
+  if (dialectOf(trx) === 'postgres') {
+    const insert = unnestInsert('users', USER_COLUMNS, rows);
+    const statement = options.insertOnly
+      ? insert
+      : sql`${insert} on conflict (org_id, id) do update set ${sql.join(replaced.map((column) => sql`${sql.id(column)} = ${column === 'changed_in' ? changedIn : sql`excluded.${sql.id(column)}`}`))}`;
+    return () => statement.execute(trx);
+  }
+  const statement = trx
+    .insertInto('users')
+    .values([...rows])
+    .onConflict((oc) =>
+      oc.columns(['org_id', 'id']).doUpdateSet(Object.fromEntries(replaced.map((column) => [column, column === 'changed_in' ? changedIn : sql.ref(`excluded.${column}`)]))),
+    );
+  return () => statement.execute();
+}
+
+/** Inserts room members. */
+export async function insertMemberRows(trx: Transaction<Database>, rows: readonly RoomMemberTable[]): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await unnestInsert('room_members', ['org_id', 'room_id', 'user_id'], rows).execute(trx);
+  else await trx.insertInto('room_members').values([...rows]).execute();
+}
+
+/**
+ * `insert into TABLE (columns) select * from unnest(one array per column)`:
+ * measured about twice as fast on PostgreSQL as a multi-row VALUES list, which
+ * it parses value by value. Integer columns are the 0/1 flags and `changed_in`.
+ */
+function unnestInsert<Row>(table: string, columns: readonly (keyof Row & string)[], rows: readonly Row[]): RawBuilder<unknown> {
+  const arrays = columns.map((column) => {
+    const type = column === 'external' || column === 'needs_invite' || column === 'changed_in' ? 'integer' : 'text';
+    const values = rows.map((row) => row[column] as string | number | null);
+    return sql`${type === 'integer' ? binaryIntegerArray(values as (number | null)[]) : binaryTextArray(values as (string | null)[])}::${sql.raw(type)}[]`;
+  });
+  return sql`insert into ${sql.table(table)} (${sql.join(columns.map((column) => sql.id(column)))}) select * from unnest(${sql.join(arrays)})`;
+}
+
+/** PostgreSQL's type ids of the array elements written here. */
+const TEXT_OID = 25;
+const INT4_OID = 23;
+/** Bytes before the elements: dimensions, has-nulls flag, element type, length and lower bound of the one dimension. */
+const ARRAY_HEADER_BYTES = 20;
+
+/**
+ * A one-dimensional array in PostgreSQL's binary format, which the driver
+ * sends as it is (a Buffer parameter is binary). Built here rather than as
+ * a text literal (`{"a","b",NULL}`): a million users' literals took 3.8 s to
+ * encode in the driver, and the database parses each of their elements.
+ */
+function binaryArray(elementOid: number, count: number, maxBytes: number, write: (buffer: Buffer, at: number, index: number) => number): Buffer {
+  const buffer = Buffer.allocUnsafe(ARRAY_HEADER_BYTES + maxBytes);
+  if (count === 0) {
+    // No dimension at all: PostgreSQL's empty array.
+    buffer.writeInt32BE(0, 0);
+    buffer.writeInt32BE(0, 4);
+    buffer.writeInt32BE(elementOid, 8);
+    return buffer.subarray(0, 12);
+  }
+  buffer.writeInt32BE(1, 0);
+  buffer.writeInt32BE(1, 4); // may hold nulls
+  buffer.writeInt32BE(elementOid, 8);
+  buffer.writeInt32BE(count, 12);
+  buffer.writeInt32BE(1, 16);
+  let at = ARRAY_HEADER_BYTES;
+  for (let index = 0; index < count; index++) at = write(buffer, at, index);
+  return buffer.subarray(0, at);
+}
+
+/** Each element: its length in bytes (-1: null), then its UTF-8 bytes (at most 3 per UTF-16 unit). */
+function binaryTextArray(values: readonly (string | null)[]): Buffer {
+  let maxBytes = 0;
+  for (const value of values) maxBytes += 4 + (value === null ? 0 : value.length * 3);
+  return binaryArray(TEXT_OID, values.length, maxBytes, (buffer, at, index) => {
+    const value = values[index]!;
+    if (value === null) return buffer.writeInt32BE(-1, at);
+    const written = buffer.write(value, at + 4);
+    buffer.writeInt32BE(written, at);
+    return at + 4 + written;
+  });
+}
+
+function binaryIntegerArray(values: readonly (number | null)[]): Buffer {
+  return binaryArray(INT4_OID, values.length, values.length * 8, (buffer, at, index) => {
+    const value = values[index]!;
+    if (value === null) return buffer.writeInt32BE(-1, at);
+    buffer.writeInt32BE(4, at);
+    return buffer.writeInt32BE(value, at + 4);
+  });
+}

@@ -26,6 +26,8 @@ import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
 import { documentRoutes } from './http/document-routes.ts';
 import { compileBody } from './http/body-validator.ts';
+import { directoryRoutes } from './http/directory-routes.ts';
+import { DirectoryService } from './directory/directory-service.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -132,6 +134,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
         maxDocumentBytes: config.maxDocumentBytes,
         apiPrefix: API_PREFIX,
       });
+      await admin.register(directoryRoutes, { directory: new DirectoryService(database.db, config.maxPageSize), apiPrefix: API_PREFIX });
     },
     { prefix: API_PREFIX },
   );

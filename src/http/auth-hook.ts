@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
+import type { CredentialScope } from '../repositories/credential-repository.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
 import { sendProblem } from './problem-handlers.ts';
 
@@ -9,6 +10,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated credential's username (set by the auth hook). */
     username?: string;
+    /** The organizations the credential covers (set by the auth hook). */
+    credentialScope?: CredentialScope;
     /**
      * When the request arrived (`performance.now()`, set by the auth hook): what
      * the server keeps between requests is used only if it is at least as new as this moment.
@@ -48,6 +51,7 @@ export function requireBasicAuth(scope: FastifyInstance, authenticator: Authenti
         );
       case 'authenticated': {
         request.username = outcome.username;
+        request.credentialScope = outcome.scope;
         const orgId = organizationOf(request);
         if (orgId !== undefined && !scopeIncludes(outcome.scope, orgId)) {
           return sendProblem(reply, 'forbidden', `This credential is not allowed to act on organization "${orgId}".`);

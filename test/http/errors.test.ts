@@ -17,7 +17,7 @@ describe('errors, request ids and operability', () => {
   after(async () => t.close());
 
   it('answers unknown routes with a 404 problem', async () => {
-    for (const url of ['/nope', '/admin/api/v3/organizations/acme', '/admin/api/v2/x']) {
+    for (const url of ['/nope', '/admin/api/v3/organizations/acme/nope', '/admin/api/v2/x']) {
       const response = await t.app.inject({ url, headers: { authorization: auth } });
       assert.equal(response.statusCode, 404);
       assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');

@@ -14,7 +14,7 @@ interface ModelUser {
   lastname: string | null;
   email: string;
   external: boolean;
-  status: 'active' | 'pending';
+  status: 'active' | 'pending' | 'suspended';
 }
 interface ModelOrg {
   id: string;
@@ -79,7 +79,7 @@ interface Query {
 function model(org: ModelOrg, q: Query, maxPageSize: number) {
   const room = org.rooms.find((r) => r.id === q.room)!;
   const rows = org.users
-    .filter((u) => org.externalSignatories || !u.external)
+    .filter((u) => u.status !== 'suspended' && (org.externalSignatories || !u.external))
     .map((u) => {
       const roomMember = room.members.includes(u.id);
       const requiresInvitation = !roomMember && (u.external || u.status === 'pending');
@@ -297,6 +297,101 @@ for (const mode of MODES) describe(`signatory lookup against a model of the cont
         const expected = model(org, { room: 'room', sortBy, sortDirection, size: 2000 }, 2000).content.map((s) => s.email);
         assert.deepEqual(seen, expected);
         assert.equal(new Set(seen).size, seen.length);
+      }
+    }
+  });
+});
+
+/** One change an administrator makes through the directory API (contract section 8). */
+type Write =
+  | { kind: 'create'; user: ModelUser }
+  | { kind: 'patch'; at: number; change: Partial<Omit<ModelUser, 'id'>> }
+  | { kind: 'delete'; at: number }
+  | { kind: 'member'; at: number; add: boolean };
+
+const writeArb = (serial: number): fc.Arbitrary<Write> =>
+  fc.oneof(
+    userArb(1000 + serial).map((user): Write => ({ kind: 'create', user: { ...user, id: `w-${serial}` } })),
+    fc
+      .record(
+        {
+          firstname: namePart,
+          lastname: namePart,
+          email: fc.constantFrom('a', 'Ä', 'z_').map((local) => `${local}${serial}@Example.test`),
+          external: fc.boolean(),
+          status: fc.constantFrom('active' as const, 'pending' as const, 'suspended' as const),
+        },
+        { requiredKeys: [] },
+      )
+      .chain((change) => fc.nat().map((at): Write => ({ kind: 'patch', at, change }))),
+    fc.nat().map((at): Write => ({ kind: 'delete', at })),
+    fc.record({ at: fc.nat(), add: fc.boolean() }).map(({ at, add }): Write => ({ kind: 'member', at, add })),
+  );
+
+for (const mode of MODES) describe(`signatory lookup against the model after REST writes, ${mode.name}`, () => {
+  let t: TestApp;
+  let org: ModelOrg;
+  const MAX_PAGE_SIZE = 10;
+  const auth = basic('root', 'root-password');
+  const API = `/admin/api/v3/organizations`;
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
+    org = fc.sample(orgArb(0), { numRuns: 1, seed: 3000 })[0]!;
+    await t.importDirectory({
+      organizations: [{ ...org, settings: { externalSignatories: org.externalSignatories } }],
+      credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+    });
+  });
+  after(async () => t.close());
+
+  /** Sends the write and changes the model as the contract says it changes the directory. */
+  const apply = async (write: Write) => {
+    const send = (method: 'POST' | 'PATCH' | 'DELETE' | 'PUT', url: string, body?: unknown) =>
+      t.app.inject({ method, url: `${API}/${org.id}${url}`, headers: { authorization: auth, 'content-type': 'application/json' }, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
+    const target = org.users.length === 0 ? undefined : org.users[(write as { at: number }).at % org.users.length];
+    const room = org.rooms[0]!;
+    if (write.kind === 'create') {
+      const response = await send('POST', '/users', write.user);
+      assert.equal(response.statusCode, 201, response.body);
+      org.users.push(write.user);
+    } else if (target === undefined) {
+      return;
+    } else if (write.kind === 'patch') {
+      const response = await send('PATCH', `/users/${target.id}`, write.change);
+      assert.equal(response.statusCode, 200, response.body);
+      Object.assign(target, write.change);
+    } else if (write.kind === 'delete') {
+      assert.equal((await send('DELETE', `/users/${target.id}`)).statusCode, 204);
+      org.users = org.users.filter((user) => user !== target);
+      for (const each of org.rooms) each.members = each.members.filter((id) => id !== target.id);
+    } else {
+      assert.equal((await send(write.add ? 'PUT' : 'DELETE', `/rooms/room/members/${target.id}`)).statusCode, 204);
+      room.members = room.members.filter((id) => id !== target.id);
+      if (write.add) room.members.push(target.id);
+    }
+  };
+
+  const answersLikeTheModel = async (query: Query) => {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) {
+      if (key !== 'room' && value !== undefined) params.set(key, String(value));
+    }
+    const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: auth } });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE), `after the writes, ${JSON.stringify(query)}`);
+  };
+
+  it('answers every lookup started after a write as the model of the directory after it', async () => {
+    const writes = Array.from({ length: 80 }, (_, serial) => fc.sample(writeArb(serial), { numRuns: 1, seed: 4000 + serial })[0]!);
+    for (const [serial, write] of writes.entries()) {
+      await apply(write);
+      // A query with a term (the in-memory index, where one is held), and random ones.
+      await answersLikeTheModel({ room: 'room', searchQuery: 'e', sortBy: 'email' });
+      await answersLikeTheModel({ room: 'room', purpose: 'SIGNING_REQUEST_SIGNATORY' });
+      for (const sample of fc.sample(queryArb([org]), { numRuns: 3, seed: 5000 + serial })) {
+        const { org: _index, ...query } = sample;
+        await answersLikeTheModel(query as Query);
       }
     }
   });

@@ -119,7 +119,7 @@ describe('OpenAPI document and docs', () => {
     const operations = Object.entries(doc.paths)
       .filter(([path]) => path.startsWith('/admin/api/'))
       .flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })));
-    assert.equal(operations.length, 7, 'the lookup and six document operations');
+    assert.equal(operations.length, 27, 'the lookup, six document operations and twenty directory operations');
     for (const { name, op } of operations) {
       for (const status of API_ERRORS) {
         assert.ok(op.responses[status], `${name} lists ${status}`);

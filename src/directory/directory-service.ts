@@ -1,0 +1,386 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { AuditEventTable, Database } from '../db/tables.ts';
+import { Collector, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
+import { searchTerms } from '../domain/fold.ts';
+import { toPage as pageFor, type Page } from '../domain/paging.ts';
+import { sortKeyOrder, type SortDirection, type SortField, type UserStatus } from '../domain/signatory-rules.ts';
+import { ProblemError, type ParameterError } from '../errors.ts';
+import { findAuditEvents, type AuditEventQuery } from '../repositories/audit-repository.ts';
+import {
+  findOrganization,
+  findRoom,
+  findUser,
+  listOrganizations,
+  listRooms,
+  listUsers,
+  type OrganizationRecord,
+  type RoomRecord,
+  type UserRecord,
+} from '../repositories/directory-repository.ts';
+import { SORT_KEY_COLUMNS } from '../repositories/signatory-repository.ts';
+import type { AuditEventBody, OrganizationBody, RoomBody, UserBody } from '../schemas/directory.ts';
+import { changeDirectory, createOrganization, type Actor, type DirectoryChange, type UserWrite } from './directory-writer.ts';
+
+/**
+ * The directory management API (contract section 8) without HTTP: reads map rows to the API's
+ * objects, writes go through the one directory writer, each in one transaction in which the
+ * `If-Match` precondition is checked against the row as it is then (the writer's first statement
+ * makes writers of an organization wait for each other, so two changes sent with the same tag
+ * cannot both pass).
+ */
+
+/** A resource with the ETag of exactly this representation. */
+export interface Tagged<T> {
+  body: T;
+  etag: string;
+}
+
+/** A strong ETag: a digest of the representation, which carries `updatedAt`. */
+export function etagOf(body: object): string {
+  return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
+}
+
+function tagged<T extends object>(body: T): Tagged<T> {
+  return { body, etag: etagOf(body) };
+}
+
+/**
+ * 412 unless `ifMatch` (an If-Match header: `*`, or a list of entity tags) names the current
+ * representation; weak tags never match (RFC 9110 section 13.1.1 compares strongly).
+ */
+export function assertPrecondition(ifMatch: string | undefined, current: Tagged<object>): void {
+  if (ifMatch === undefined) return;
+  const tags = ifMatch.split(',').map((tag) => tag.trim());
+  if (tags.includes('*')) return;
+  const malformed = tags.filter((tag) => !/^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/.test(tag));
+  if (malformed.length > 0) {
+    throw new ProblemError('invalid-parameter', `If-Match must be "*" or a list of quoted entity tags, got ${JSON.stringify(ifMatch)}.`, {
+      errors: [{ parameter: 'If-Match', message: 'must be "*" or a list of quoted entity tags' }],
+    });
+  }
+  if (!tags.includes(current.etag)) {
+    throw new ProblemError('precondition-failed', 'The resource changed since the version named by If-Match; read it again and retry.', {
+      headers: { etag: current.etag },
+    });
+  }
+}
+
+export function toOrganization(row: OrganizationRecord): OrganizationBody {
+  return { id: row.id, name: row.name, settings: { externalSignatories: row.external_signatories === 1 }, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+export function toUser(row: UserRecord): UserBody {
+  return {
+    id: row.id,
+    firstname: row.firstname,
+    lastname: row.lastname,
+    email: row.email,
+    external: row.external === 1,
+    status: row.status as UserStatus,
+    userName: row.user_name ?? row.email,
+    externalId: row.external_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toRoom(row: RoomRecord): RoomBody {
+  return { id: row.id, name: row.name, memberCount: row.member_count, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+function toAuditEvent(row: Selectable<AuditEventTable>): AuditEventBody {
+  return {
+    id: row.id,
+    at: row.at,
+    actor: row.actor,
+    action: row.action,
+    target: { type: row.target_type, id: row.target_id },
+    requestId: row.request_id,
+    details: JSON.parse(row.details) as Record<string, unknown>,
+  };
+}
+
+/** 400 naming every problem, with the field as its parameter. */
+function invalid(problems: readonly { path: string; message: string }[]): ProblemError {
+  const errors: ParameterError[] = problems.map((problem) => ({ parameter: problem.path.replace(/^\$?\./, '') || 'body', message: problem.message }));
+  return new ProblemError('invalid-parameter', errors.map((error) => `${error.parameter} ${error.message}`).join('; '), { errors });
+}
+
+/** 400 when an `id` sent in a body is not the resource's own. */
+function assertSameId(sent: unknown, id: string): void {
+  if (sent !== undefined && sent !== id) {
+    throw invalid([{ path: 'id', message: `must be "${id}" (the id in the URL) if sent; ids cannot be changed` }]);
+  }
+}
+
+/** RFC 7396: the patch applied to the target; `null` removes a member, objects merge, anything else replaces. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
+  const result: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+/** The user fields of a body, validated by the import file's rules; 400 naming every bad field. */
+function userWrite(body: Json, id: string): UserWrite {
+  const problems = new Collector();
+  const user = validateUser({ ...body, id }, '', problems);
+  const userName = optionalText(body, 'userName', problems);
+  const externalId = optionalText(body, 'externalId', problems);
+  if (user === undefined || problems.problems.length > 0) throw invalid(problems.problems);
+  return { id: user.id, firstname: user.firstname, lastname: user.lastname, email: user.email, external: user.external, status: user.status, userName, externalId };
+}
+
+function optionalText(body: Json, key: string, problems: Collector): string | null {
+  if (body[key] === undefined || body[key] === null) return null;
+  return stringAt(body, key, '', 255, problems, true) ?? null;
+}
+
+function roomName(body: Json, fallback: string): string {
+  const problems = new Collector();
+  const name = body['name'] === undefined ? fallback : stringAt(body, 'name', '', 255, problems, true);
+  if (name === undefined || problems.problems.length > 0) throw invalid(problems.problems);
+  return name;
+}
+
+export interface UserListRequest {
+  page: number;
+  size: number;
+  searchQuery?: string | undefined;
+  sortBy: SortField;
+  sortDirection: SortDirection;
+  status?: UserStatus | undefined;
+}
+
+export class DirectoryService {
+  readonly #db: Kysely<Database>;
+  readonly #maxPageSize: number;
+
+  constructor(db: Kysely<Database>, maxPageSize: number) {
+    this.#db = db;
+    this.#maxPageSize = maxPageSize;
+  }
+
+  #size(size: number): number {
+    return Math.min(size, this.#maxPageSize);
+  }
+
+  async listOrganizations(ids: readonly string[] | undefined, page: number, size: number): Promise<Page<OrganizationBody>> {
+    const effective = this.#size(size);
+    const { total, rows } = await listOrganizations(this.#db, ids, page * effective, effective);
+    return pageFor(rows.map(toOrganization), { page, size: effective }, total);
+  }
+
+  async organization(orgId: string): Promise<Tagged<OrganizationBody>> {
+    const row = await findOrganization(this.#db, orgId);
+    if (row === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+    return tagged(toOrganization(row));
+  }
+
+  async createOrganization(body: { id: string; name?: string | undefined; settings?: { externalSignatories?: boolean | undefined } | undefined }, actor: Actor): Promise<Tagged<OrganizationBody>> {
+    const name = roomName(body as Json, body.id);
+    await createOrganization(this.#db, { id: body.id, name, externalSignatories: body.settings?.externalSignatories ?? false }, actor);
+    return this.organization(body.id);
+  }
+
+  async patchOrganization(orgId: string, patch: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<OrganizationBody>> {
+    return changeDirectory(this.#db, orgId, actor, async (change) => {
+      const current = tagged(toOrganization((await findOrganization(change.trx, orgId))!));
+      assertPrecondition(ifMatch, current);
+      assertSameId(patch['id'], orgId);
+      const next = mergePatch(current.body, patch) as Json & { settings?: { externalSignatories?: unknown } };
+      const name = roomName(next, orgId);
+      const externalSignatories = next.settings?.externalSignatories ?? false;
+      await change.updateOrganization({ name, externalSignatories: externalSignatories === true }, { changed: Object.keys(patch) });
+      return tagged(toOrganization((await findOrganization(change.trx, orgId))!));
+    });
+  }
+
+  async listUsers(orgId: string, request: UserListRequest, roomId?: string): Promise<Page<UserBody>> {
+    await this.#assertScope(orgId, roomId);
+    const size = this.#size(request.size);
+    const terms = searchTerms(request.searchQuery);
+    if (terms.some((term) => term.includes('\0'))) return pageFor([], { page: request.page, size }, 0);
+    const { total, rows } = await listUsers(
+      this.#db,
+      {
+        orgId,
+        terms,
+        status: request.status,
+        roomId,
+        sortColumns: sortKeyOrder(request.sortBy).map((field) => SORT_KEY_COLUMNS[field]),
+        direction: request.sortDirection === 'DESC' ? 'desc' : 'asc',
+      },
+      request.page * size,
+      size,
+    );
+    return pageFor(rows.map(toUser), { page: request.page, size }, total);
+  }
+
+  async user(orgId: string, userId: string): Promise<Tagged<UserBody>> {
+    await this.#assertScope(orgId);
+    return tagged(toUser(await this.#existingUser(this.#db, orgId, userId)));
+  }
+
+  async createUser(orgId: string, body: Json, actor: Actor): Promise<Tagged<UserBody>> {
+    const user = userWrite(body, typeof body['id'] === 'string' ? body['id'] : randomUUID());
+    return changeDirectory(this.#db, orgId, actor, async (change) => tagged(toUser(await change.createUser(user))));
+  }
+
+  async replaceUser(orgId: string, userId: string, body: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<UserBody>> {
+    assertSameId(body['id'], userId);
+    return this.#changeUser(orgId, userId, ifMatch, actor, () => body);
+  }
+
+  async patchUser(orgId: string, userId: string, patch: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<UserBody>> {
+    assertSameId(patch['id'], userId);
+    return this.#changeUser(orgId, userId, ifMatch, actor, (current) => {
+      // userName reads as the email while unset: it stays unset unless the patch sets it.
+      const base: Json = { ...current, userName: current.userName === current.email ? undefined : current.userName };
+      return mergePatch(base, patch) as Json;
+    });
+  }
+
+  async #changeUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor, next: (current: UserBody) => Json): Promise<Tagged<UserBody>> {
+    return changeDirectory(this.#db, orgId, actor, async (change) => {
+      const existing = await this.#existingUser(change.trx, orgId, userId);
+      const current = tagged(toUser(existing));
+      assertPrecondition(ifMatch, current);
+      const user = userWrite(next(current.body), userId);
+      const changed = (Object.keys(user) as (keyof UserWrite)[]).filter((key) => key !== 'id' && JSON.stringify(user[key]) !== JSON.stringify(fieldOf(existing, key)));
+      return tagged(toUser(await change.updateUser(existing, user, { changed })));
+    });
+  }
+
+  async deleteUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
+    await changeDirectory(this.#db, orgId, actor, async (change) => {
+      const existing = await this.#existingUser(change.trx, orgId, userId);
+      assertPrecondition(ifMatch, tagged(toUser(existing)));
+      await change.deleteUser(existing);
+    });
+  }
+
+  async listRooms(orgId: string, page: number, size: number): Promise<Page<RoomBody>> {
+    await this.#assertScope(orgId);
+    const effective = this.#size(size);
+    const { total, rows } = await listRooms(this.#db, orgId, page * effective, effective);
+    return pageFor(rows.map(toRoom), { page, size: effective }, total);
+  }
+
+  async room(orgId: string, roomId: string): Promise<Tagged<RoomBody>> {
+    await this.#assertScope(orgId);
+    return tagged(toRoom(await this.#existingRoom(this.#db, orgId, roomId)));
+  }
+
+  async createRoom(orgId: string, body: Json, actor: Actor): Promise<Tagged<RoomBody>> {
+    const id = typeof body['id'] === 'string' ? body['id'] : randomUUID();
+    const name = roomName(body, id);
+    return changeDirectory(this.#db, orgId, actor, async (change) => {
+      await change.createRoom({ id, name });
+      return tagged(toRoom((await findRoom(change.trx, orgId, id))!));
+    });
+  }
+
+  async replaceRoom(orgId: string, roomId: string, body: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<RoomBody>> {
+    assertSameId(body['id'], roomId);
+    return this.#changeRoom(orgId, roomId, ifMatch, actor, () => body);
+  }
+
+  async patchRoom(orgId: string, roomId: string, patch: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<RoomBody>> {
+    assertSameId(patch['id'], roomId);
+    return this.#changeRoom(orgId, roomId, ifMatch, actor, (current) => mergePatch(current, patch) as Json);
+  }
+
+  async #changeRoom(orgId: string, roomId: string, ifMatch: string | undefined, actor: Actor, next: (current: RoomBody) => Json): Promise<Tagged<RoomBody>> {
+    return changeDirectory(this.#db, orgId, actor, async (change) => {
+      const current = tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId)));
+      assertPrecondition(ifMatch, current);
+      const body = next(current.body);
+      if (body['name'] === undefined) throw invalid([{ path: 'name', message: 'is required' }]);
+      const name = roomName(body, roomId);
+      await change.updateRoom(roomId, name, { changed: name === current.body.name ? [] : ['name'] });
+      return tagged(toRoom((await findRoom(change.trx, orgId, roomId))!));
+    });
+  }
+
+  async deleteRoom(orgId: string, roomId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
+    await changeDirectory(this.#db, orgId, actor, async (change) => {
+      assertPrecondition(ifMatch, tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId))));
+      await change.deleteRoom(roomId);
+    });
+  }
+
+  /** Adds (`add`) or removes a member; idempotent. */
+  async setMember(orgId: string, roomId: string, userId: string, add: boolean, actor: Actor): Promise<void> {
+    await changeDirectory(this.#db, orgId, actor, async (change: DirectoryChange) => {
+      await this.#existingRoom(change.trx, orgId, roomId);
+      const user = await this.#existingUser(change.trx, orgId, userId);
+      const changed = add ? await change.addMember(roomId, user) : await change.removeMember(roomId, user);
+      // Nothing changed: the transaction rolls back, and the version is not bumped.
+      if (!changed) throw new Unchanged();
+    }).catch((error: unknown) => {
+      if (!(error instanceof Unchanged)) throw error;
+    });
+  }
+
+  async auditEvents(query: AuditEventQuery, page: number, size: number): Promise<Page<AuditEventBody>> {
+    await this.#assertScope(query.orgId);
+    const problems: ParameterError[] = [];
+    for (const key of ['since', 'until'] as const) {
+      const value = query[key];
+      if (value !== undefined && Number.isNaN(Date.parse(value))) problems.push({ parameter: key, message: 'must be an ISO 8601 date-time' });
+    }
+    if (problems.length > 0) throw new ProblemError('invalid-parameter', problems.map((p) => `${p.parameter} ${p.message}`).join('; '), { errors: problems });
+    const normalized = {
+      ...query,
+      since: query.since === undefined ? undefined : new Date(query.since).toISOString(),
+      until: query.until === undefined ? undefined : new Date(query.until).toISOString(),
+    };
+    const effective = this.#size(size);
+    const { total, rows } = await findAuditEvents(this.#db, normalized, page * effective, effective);
+    return pageFor(rows.map(toAuditEvent), { page, size: effective }, total);
+  }
+
+  async #existingUser(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord> {
+    const row = await findUser(db, orgId, userId);
+    if (row !== undefined) return row;
+    await this.#assertScope(orgId, undefined, db);
+    throw new ProblemError('user-not-found', `User "${userId}" does not exist in organization "${orgId}".`);
+  }
+
+  async #existingRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {
+    const row = await findRoom(db, orgId, roomId);
+    if (row !== undefined) return row;
+    await this.#assertScope(orgId, undefined, db);
+    throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
+  }
+
+  /** 404 for an unknown organization (or room of it). */
+  async #assertScope(orgId: string, roomId?: string, db: Kysely<Database> = this.#db): Promise<void> {
+    if ((await findOrganization(db, orgId)) === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+    if (roomId !== undefined && (await findRoom(db, orgId, roomId)) === undefined) {
+      throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
+    }
+  }
+}
+
+/** A member change that changes nothing: rolled back quietly. */
+class Unchanged extends Error {}
+
+function fieldOf(row: UserRecord, key: keyof UserWrite): unknown {
+  switch (key) {
+    case 'external':
+      return row.external === 1;
+    case 'userName':
+      return row.user_name;
+    case 'externalId':
+      return row.external_id;
+    default:
+      return row[key];
+  }
+}
+

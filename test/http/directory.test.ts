@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const ACME = basic('acme-admin', ACME_PASSWORD);
+const ROOT = basic('root', 'root-password');
+const API = '/admin/api/v3/organizations';
+
+describe('directory management API', () => {
+  let t: TestApp;
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) =>
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization: ACME, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+  const lookup = async (query: string, room = 'board') => (await t.app.inject({ url: `${LOOKUP('acme', room)}?${query}`, headers: { authorization: ACME } })).json();
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('creates a user who is found by the next lookup, with Location and ETag', async () => {
+    const created = await call('POST', `${API}/acme/users`, { id: 'new1', firstname: 'Nora', lastname: 'Neu', email: 'nora@acme.example' });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(created.headers['location'], `${API}/acme/users/new1`);
+    assert.match(String(created.headers['etag']), /^"[^"]+"$/);
+    const user = created.json();
+    assert.deepEqual(
+      { ...user, createdAt: undefined, updatedAt: undefined },
+      { id: 'new1', firstname: 'Nora', lastname: 'Neu', email: 'nora@acme.example', external: false, status: 'active', userName: 'nora@acme.example', externalId: null, createdAt: undefined, updatedAt: undefined },
+    );
+    const page = await lookup('searchQuery=nora');
+    assert.deepEqual(page.content.map((s: { email: string }) => s.email), ['nora@acme.example']);
+    const read = await call('GET', `${API}/acme/users/new1`);
+    assert.equal(read.statusCode, 200);
+    assert.equal(read.headers['etag'], created.headers['etag']);
+  });
+
+  it('generates an id when none is given', async () => {
+    const created = await call('POST', `${API}/acme/users`, { email: 'anon@acme.example' });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.match(created.json().id, /^[A-Za-z0-9._-]{1,64}$/);
+  });
+
+  it('adds a member who is a roomMember at once, and removes them idempotently', async () => {
+    assert.equal((await call('PUT', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
+    assert.equal((await call('PUT', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
+    let page = await lookup('searchQuery=nora&purpose=SIGNING_REQUEST_SIGNATORY');
+    assert.equal(page.totalElements, 1);
+    assert.equal(page.content[0].roomMember, true);
+    const room = (await call('GET', `${API}/acme/rooms/board`)).json();
+    assert.equal(room.memberCount, 2);
+    assert.equal((await call('DELETE', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
+    assert.equal((await call('DELETE', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
+    page = await lookup('purpose=SIGNING_REQUEST_SIGNATORY');
+    assert.deepEqual(page.content.map((s: { email: string }) => s.email), ['anna@acme.example']);
+  });
+
+  it('suspends a user by merge patch: kept and listed, never a candidate', async () => {
+    const before = await lookup('size=100');
+    const patched = await call('PATCH', `${API}/acme/users/u4`, { status: 'suspended' }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal(patched.json().status, 'suspended');
+    assert.equal(patched.json().firstname, 'Zoë');
+    const after = await lookup('size=100');
+    assert.equal(after.totalElements, before.totalElements - 1);
+    assert.ok(!after.content.some((s: { email: string }) => s.email === 'zoe@acme.example'));
+    assert.equal((await lookup('searchQuery=zoe')).totalElements, 0);
+    const listed = (await call('GET', `${API}/acme/users?status=suspended`)).json();
+    assert.deepEqual(listed.content.map((u: { id: string }) => u.id), ['u4']);
+    const back = await call('PATCH', `${API}/acme/users/u4`, { status: 'active' });
+    assert.equal(back.statusCode, 200);
+    assert.equal((await lookup('searchQuery=zoe')).totalElements, 1);
+  });
+
+  it('honours If-Match: a stale tag is 412 and changes nothing', async () => {
+    const read = await call('GET', `${API}/acme/users/u1`);
+    const etag = String(read.headers['etag']);
+    const first = await call('PATCH', `${API}/acme/users/u1`, { firstname: 'Anne' }, { 'if-match': etag });
+    assert.equal(first.statusCode, 200, first.body);
+    const stale = await call('PATCH', `${API}/acme/users/u1`, { firstname: 'Annie' }, { 'if-match': etag });
+    assert.equal(stale.statusCode, 412);
+    assert.equal(stale.json().code, 'precondition-failed');
+    assert.equal((await call('GET', `${API}/acme/users/u1`)).json().firstname, 'Anne');
+  });
+
+  it('deletes a user: gone from the lookup, the rooms and the users route; its id may be taken again', async () => {
+    assert.equal((await call('PUT', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
+    assert.equal((await call('DELETE', `${API}/acme/users/new1`)).statusCode, 204);
+    assert.equal((await lookup('searchQuery=nora')).totalElements, 0);
+    assert.equal((await call('GET', `${API}/acme/users/new1`)).statusCode, 404);
+    assert.equal((await call('GET', `${API}/acme/rooms/board`)).json().memberCount, 1);
+    const again = await call('POST', `${API}/acme/users`, { id: 'new1', email: 'nora@acme.example' });
+    assert.equal(again.statusCode, 201, again.body);
+  });
+
+  it('creates, renames and deletes rooms', async () => {
+    const created = await call('POST', `${API}/acme/rooms`, { id: 'deals', name: 'Deals' });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(created.headers['location'], `${API}/acme/rooms/deals`);
+    assert.equal((await call('POST', `${API}/acme/rooms`, { id: 'deals', name: 'Again' })).json().code, 'room-exists');
+    const renamed = await call('PATCH', `${API}/acme/rooms/deals`, { name: 'Big deals' });
+    assert.equal(renamed.json().name, 'Big deals');
+    assert.equal((await t.app.inject({ url: LOOKUP('acme', 'deals'), headers: { authorization: ACME } })).statusCode, 200);
+    assert.equal((await call('DELETE', `${API}/acme/rooms/deals`)).statusCode, 204);
+    assert.equal((await t.app.inject({ url: LOOKUP('acme', 'deals'), headers: { authorization: ACME } })).statusCode, 404);
+  });
+
+  it('creates organizations with a "*" credential only', async () => {
+    const refused = await call('POST', API, { id: 'neworg', name: 'New' });
+    assert.equal(refused.statusCode, 403);
+    const created = await call('POST', API, { id: 'neworg', name: 'New', settings: { externalSignatories: true } }, { authorization: ROOT });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.deepEqual(created.json().settings, { externalSignatories: true });
+    assert.equal((await call('POST', API, { id: 'neworg', name: 'New' }, { authorization: ROOT })).json().code, 'organization-exists');
+    const listed = (await call('GET', API)).json();
+    assert.deepEqual(listed.content.map((o: { id: string }) => o.id), ['acme']);
+  });
+
+  it('records one audit event per change, newest first', async () => {
+    const events = (await call('GET', `${API}/acme/audit-events?size=100`)).json();
+    const actions = events.content.map((e: { action: string }) => e.action);
+    assert.equal(actions[0], 'room.deleted');
+    assert.ok(actions.includes('user.created'));
+    assert.ok(actions.includes('room.member.added'));
+    assert.equal(events.content[0].actor, 'acme-admin');
+  });
+});

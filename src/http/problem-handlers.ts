@@ -48,10 +48,13 @@ export function installProblemHandlers(app: FastifyInstance): void {
       return sendProblem(reply, mapped, error.message, { errors: [{ parameter, message: error.message }] });
     }
     if (error.validation !== undefined) {
-      const errors = error.validation.map((issue) => ({
-        parameter: issue.instancePath.replace(/^\//, '').replaceAll('/', '.') || String(issue.params?.['missingProperty'] ?? error.validationContext ?? 'body'),
-        message: issue.message ?? 'is invalid',
-      }));
+      const errors = error.validation.map((issue) => {
+        // A missing or unknown member is named by itself, under the path of the object that lacks or has it.
+        const member = issue.params?.['missingProperty'] ?? issue.params?.['additionalProperty'];
+        const at = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
+        const parameter = member !== undefined ? [at, String(member)].filter((part) => part !== '').join('.') : at || String(error.validationContext ?? 'body');
+        return { parameter, message: issue.message ?? 'is invalid' };
+      });
       return sendProblem(reply, 'invalid-parameter', error.message, { errors });
     }
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { freePort, runCli } from '../helpers/cli.ts';
 import { freshDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../helpers/databases.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
@@ -93,5 +94,26 @@ describe('PostgreSQL lost while serving', () => {
     assert.equal(back.statusCode, 200, back.body);
     assert.equal(back.json().numberOfElements, 1);
     assert.equal((await t.app.inject({ url: '/readyz' })).statusCode, 200);
+  });
+
+  it('answers a directory write 503 while the database is gone, and leaves nothing half-written', async () => {
+    const write = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v3/organizations/acme/users',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        payload: JSON.stringify({ id: 'while-down', email: 'down@acme.example' }),
+      });
+    const events = async () => (await t.sql<{ n: string }>(sql`select count(*) as n from audit_events`))[0]!.n;
+    const before = await events();
+    await proxy.cut();
+    const down = await write();
+    assert.equal(down.statusCode, 503, down.body);
+    assert.equal(down.json().code, 'service-unavailable');
+    await proxy.open();
+    assert.equal((await t.sql(sql`select id from users where id = 'while-down'`)).length, 0);
+    assert.equal(await events(), before);
+    const back = await write();
+    assert.equal(back.statusCode, 201, back.body);
   });
 });

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { topHalfBlackPdf } from '../helpers/pdf.ts';
+import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const ACME = basic('acme-admin', ACME_PASSWORD);
+const API = '/admin/api/v3/organizations';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * Every bad input the directory API names (issue: directory management): each is answered with a
+ * problem+json that says what is wrong, and changes nothing, the audit trail included.
+ */
+describe('directory API: bad input gets a clear answer and changes nothing', () => {
+  let t: TestApp;
+  const send = (method: Method, url: string, payload?: string, headers: Record<string, string> = {}) =>
+    t.app.inject({ method, url, headers: { authorization: ACME, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(payload !== undefined ? { payload } : {}) });
+
+  /** Everything a write could change: rows of the directory, versions, tallies, events. */
+  const state = async () =>
+    JSON.stringify(
+      await Promise.all([
+        t.sql(sql`select org_id, id, firstname, lastname, email, external, status, user_name, external_id, updated_at from users order by org_id, id`),
+        t.sql(sql`select org_id, id, name, updated_at from rooms order by org_id, id`),
+        t.sql(sql`select * from room_members order by org_id, room_id, user_id`),
+        t.sql(sql`select id, name, external_signatories, directory_version from organizations order by id`),
+        t.sql(sql`select org_id, room_id, external, needs_invite, candidate, users from user_tallies order by 1, 2, 3, 4, 5`),
+        t.sql(sql`select count(*) as events from audit_events`),
+      ]),
+    );
+
+  /** Sends the request and checks the problem it gets, and that the database is as it was. */
+  const refused = async (method: Method, url: string, payload: string | undefined, status: number, code: string, parameters: string[] = [], headers: Record<string, string> = {}) => {
+    const before = await state();
+    const response = await send(method, url, payload, headers);
+    assert.equal(response.statusCode, status, `${method} ${url} ${payload ?? ''}: ${response.body}`);
+    assert.match(String(response.headers['content-type']), /^application\/problem\+json/);
+    const problem = response.json();
+    assert.equal(problem.code, code, response.body);
+    assert.equal(problem.status, status);
+    assert.ok(typeof problem.detail === 'string' && problem.detail.length > 0);
+    for (const parameter of parameters) {
+      assert.ok(
+        problem.errors?.some((error: { parameter: string }) => error.parameter === parameter),
+        `${method} ${url} names ${parameter}: ${response.body}`,
+      );
+    }
+    assert.equal(await state(), before, `${method} ${url} changed nothing`);
+    return problem;
+  };
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_LOGIN_MAX_FAILURES: '1000' });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  const goodUser = { id: 'x1', firstname: 'X', lastname: 'Y', email: 'x1@acme.example' };
+  const badFields: [string, unknown, string][] = [
+    ['id', 'has space', 'id'],
+    ['id', 'x'.repeat(65), 'id'],
+    ['id', 7, 'id'],
+    ['email', 'no-at-sign', 'email'],
+    ['email', 'two words@acme.example', 'email'],
+    ['email', 7, 'email'],
+    ['email', null, 'email'],
+    ['firstname', 'x'.repeat(256), 'firstname'],
+    ['firstname', 'tab\there', 'firstname'],
+    ['firstname', 12, 'firstname'],
+    ['lastname', { a: 1 }, 'lastname'],
+    ['external', 'yes', 'external'],
+    ['status', 'sleeping', 'status'],
+    ['status', 'deleted', 'status'],
+    ['userName', '', 'userName'],
+    ['unknownField', 1, 'unknownField'],
+  ];
+  for (const [field, value, parameter] of badFields) {
+    it(`refuses a user whose ${field} is ${JSON.stringify(value)?.slice(0, 20)}, naming it`, async () => {
+      await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, [field]: value }), 400, 'invalid-parameter', [parameter]);
+      if (field !== 'id') await refused('PUT', `${API}/acme/users/u1`, JSON.stringify({ ...goodUser, id: 'u1', [field]: value }), 400, 'invalid-parameter', [parameter]);
+      if (field !== 'id') await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ [field]: value }), 400, 'invalid-parameter', [parameter]);
+    });
+  }
+
+  it('names every bad field of one body at once', async () => {
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'a b', email: 'nope', external: 'no', extra: 1 }), 400, 'invalid-parameter', ['id', 'email', 'external', 'extra']);
+  });
+
+  it('refuses a missing email and a null email in a merge patch', async () => {
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'x2' }), 400, 'invalid-parameter', ['email']);
+    await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ email: null }), 400, 'invalid-parameter', ['email']);
+    await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({}), 400, 'invalid-parameter', ['name']);
+  });
+
+  it('refuses changing an id', async () => {
+    await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ id: 'u9' }), 400, 'invalid-parameter', ['id']);
+    await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({ id: 'other', name: 'B' }), 400, 'invalid-parameter', ['id']);
+  });
+
+  it('refuses an email taken by another user, differing only in case', async () => {
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, email: 'ANNA@acme.example' }), 409, 'email-taken');
+    await refused('PATCH', `${API}/acme/users/u2`, JSON.stringify({ email: 'Anna@Acme.Example' }), 409, 'email-taken');
+  });
+
+  it('refuses a userName taken by another user, ignoring case', async () => {
+    assert.equal((await send('PATCH', `${API}/acme/users/u1`, JSON.stringify({ userName: 'Anna.M' }))).statusCode, 200);
+    await refused('PATCH', `${API}/acme/users/u2`, JSON.stringify({ userName: 'anna.m' }), 409, 'user-name-taken');
+  });
+
+  it('refuses ids that exist already', async () => {
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, id: 'u1' }), 409, 'user-exists');
+    await refused('POST', `${API}/acme/rooms`, JSON.stringify({ id: 'board', name: 'Again' }), 409, 'room-exists');
+    await refused('POST', API, JSON.stringify({ id: 'acme', name: 'Again' }), 409, 'organization-exists', [], { authorization: basic('root', 'root-password') });
+  });
+
+  it('answers unknown users and rooms with 404, and a user of another organization exactly like an unknown one', async () => {
+    const unknown = await refused('PATCH', `${API}/acme/users/nobody`, JSON.stringify({ firstname: 'A' }), 404, 'user-not-found');
+    const other = await refused('PATCH', `${API}/acme/users/o1`, JSON.stringify({ firstname: 'A' }), 404, 'user-not-found');
+    assert.equal(other.detail.replace('o1', 'nobody'), unknown.detail);
+    await refused('GET', `${API}/acme/users/o1`, undefined, 404, 'user-not-found');
+    await refused('DELETE', `${API}/acme/users/o1`, undefined, 404, 'user-not-found');
+    await refused('PUT', `${API}/acme/rooms/board/members/o1`, undefined, 404, 'user-not-found');
+    await refused('PUT', `${API}/acme/rooms/lobby/members/u1`, undefined, 404, 'room-not-found');
+    await refused('DELETE', `${API}/acme/rooms/nowhere`, undefined, 404, 'room-not-found');
+    await refused('PATCH', `${API}/acme/rooms/nowhere`, JSON.stringify({ name: 'N' }), 404, 'room-not-found');
+  });
+
+  it('answers an organization outside the credential with 403, existing or not', async () => {
+    for (const org of ['other', 'no-such-org']) {
+      await refused('POST', `${API}/${org}/users`, JSON.stringify(goodUser), 403, 'forbidden');
+      await refused('GET', `${API}/${org}/audit-events`, undefined, 403, 'forbidden');
+    }
+    await refused('POST', `${API}/no-such-org/users`, JSON.stringify(goodUser), 404, 'organization-not-found', [], { authorization: basic('root', 'root-password') });
+  });
+
+  it('refuses a stale or malformed If-Match', async () => {
+    await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ firstname: 'A' }), 412, 'precondition-failed', [], { 'if-match': '"stale"' });
+    await refused('DELETE', `${API}/acme/users/u1`, undefined, 412, 'precondition-failed', [], { 'if-match': '"stale"' });
+    await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({ name: 'B' }), 412, 'precondition-failed', [], { 'if-match': '"stale"' });
+    await refused('PATCH', `${API}/acme`, JSON.stringify({ name: 'B' }), 412, 'precondition-failed', [], { 'if-match': '"stale"' });
+    await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ firstname: 'A' }), 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'not-quoted' });
+  });
+
+  it('refuses bodies that are not JSON objects, not JSON, of another type, or too large', async () => {
+    await refused('PATCH', `${API}/acme/users/u1`, '[{"op":"replace"}]', 400, 'invalid-parameter');
+    await refused('PATCH', `${API}/acme/users/u1`, '"text"', 400, 'invalid-parameter');
+    await refused('POST', `${API}/acme/users`, '{"id": "x3", ', 400, 'malformed-request', ['body']);
+    await refused('POST', `${API}/acme/users`, 'id=x3', 415, 'unsupported-media-type', [], { 'content-type': 'application/x-www-form-urlencoded' });
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, firstname: 'x'.repeat(70_000) }), 413, 'payload-too-large');
+    await refused('POST', `${API}/acme/users`, '{"__proto__": {"polluted": true}, "email": "p@acme.example"}', 400, 'malformed-request');
+  });
+
+  it('refuses to delete a room that holds documents', async () => {
+    const upload = await send('POST', `${API}/acme/rooms/board/documents`, JSON.stringify({ payload: topHalfBlackPdf().toString('base64') }));
+    assert.equal(upload.statusCode, 201, upload.body);
+    await refused('DELETE', `${API}/acme/rooms/board`, undefined, 409, 'room-has-documents');
+  });
+
+  it('lets exactly one of two concurrent changes sent with the same If-Match win', async () => {
+    const etag = String((await send('GET', `${API}/acme/users/u4`)).headers['etag']);
+    const [a, b] = await Promise.all(
+      ['Zoe A', 'Zoe B'].map((firstname) => send('PATCH', `${API}/acme/users/u4`, JSON.stringify({ firstname }), { 'if-match': etag })),
+    );
+    assert.deepEqual([a!.statusCode, b!.statusCode].sort(), [200, 412]);
+    const winner = a!.statusCode === 200 ? 'Zoe A' : 'Zoe B';
+    assert.equal((await send('GET', `${API}/acme/users/u4`)).json().firstname, winner);
+  });
+});

@@ -12,7 +12,8 @@ import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-direc
 import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
 import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from './directory/import-file-reader.ts';
 import { hashPassword } from './auth/password-hash.ts';
-import { deleteCredential, upsertCredential } from './repositories/credential-repository.ts';
+import { revokeCredential, setCredential } from './directory/credential-changes.ts';
+import { DirectoryService } from './directory/directory-service.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
 import { importOptionsFor } from './search-index/import-copies.ts';
 import { ListenError, serve } from './server.ts';
@@ -27,10 +28,20 @@ Commands:
   credential set USER ORGS     Create or change a credential; ORGS is "*" or a comma-separated list of
                                organization ids; the password is read from SIGNROOM_PASSWORD or standard input
   credential revoke USER       Delete a credential (takes effect at once)
+  user add ORG --email EMAIL [--id ID] [--firstname F] [--lastname L] [--external] [--status S]
+                               Create a user, as POST …/users would (prints it as JSON)
+  user suspend ORG USER        Suspend a user: kept, never a candidate of a lookup
+  user activate ORG USER       Make a suspended (or pending) user active again
+  user delete ORG USER         Delete a user (it leaves every room)
+  room add ORG ROOM [--name NAME]
+                               Create a signing room
+  room add-member ORG ROOM USER / room remove-member ORG ROOM USER
+                               Change a room's members (idempotent)
   upload ORG ROOM FILE [--name NAME] [--as USER]
                                Store a PDF, PNG or JPEG in a room as the API would (prints its id)
   help                         Show this text
 
+Directory and credential commands are audited with actor "cli", or the name given with --as NAME.
 Configuration comes from environment variables (see README).`;
 
 /** Thrown for a bad command line: printed with the usage, exit status 2. */
@@ -111,9 +122,11 @@ async function readPassword(): Promise<string> {
 }
 
 async function credentialCommand(config: Config, args: string[]): Promise<number> {
-  const [action, username, orgs] = args;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { as: { type: 'string', default: 'cli' } } });
+  const actor = { actor: values.as };
+  const [action, username, orgs] = positionals;
   if (action === 'revoke' && username !== undefined) {
-    const existed = await withDatabase(config, (db) => deleteCredential(db, username));
+    const existed = await withDatabase(config, (db) => revokeCredential(db, username, actor));
     console.log(existed ? `revoked credential "${username}"` : `no credential "${username}"`);
     return existed ? 0 : 1;
   }
@@ -123,11 +136,70 @@ async function credentialCommand(config: Config, args: string[]): Promise<number
     const check = validateDirectoryFile({ credentials: [{ username, password: 'x', organizations: scope }] });
     if (check.problems.length > 0) return reportProblems(check.problems);
     const passwordHash = await hashPassword(await readPassword());
-    await withDatabase(config, (db) => upsertCredential(db, { username, passwordHash, scope }));
+    await withDatabase(config, (db) => db.transaction().execute((trx) => setCredential(trx, { username, passwordHash, scope }, actor)));
     console.log(`credential "${username}" set`);
     return 0;
   }
   throw new UsageError('expected: credential set USER ORGS | credential revoke USER');
+}
+
+/** `user …` and `room …`: one change through the directory writer, as the API would make it. */
+async function directoryCommand(config: Config, noun: 'user' | 'room', args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      as: { type: 'string', default: 'cli' },
+      id: { type: 'string' },
+      email: { type: 'string' },
+      firstname: { type: 'string' },
+      lastname: { type: 'string' },
+      external: { type: 'boolean' },
+      status: { type: 'string' },
+      name: { type: 'string' },
+    },
+  });
+  const actor = { actor: values.as };
+  const [action, orgId, first, second] = positionals;
+  const run = (work: (directory: DirectoryService) => Promise<unknown>) =>
+    withDatabase(config, async (db) => {
+      try {
+        const result = await work(new DirectoryService(db, config.maxPageSize));
+        if (result !== undefined) console.log(JSON.stringify(result));
+        return 0;
+      } catch (error) {
+        if (!(error instanceof ProblemError)) throw error;
+        const fields = error.errors?.map((problem) => `\n  ${problem.parameter}: ${problem.message}`).join('') ?? '';
+        console.error(`signroom: ${error.code}: ${error.message}${fields}`);
+        return 1;
+      }
+    });
+  if (orgId === undefined) throw new UsageError(`${noun} ${action ?? ''} needs an organization id`);
+  if (noun === 'user') {
+    if (action === 'add' && first === undefined) {
+      const body = Object.fromEntries(
+        Object.entries({ id: values.id, email: values.email, firstname: values.firstname, lastname: values.lastname, external: values.external, status: values.status }).filter(
+          ([, value]) => value !== undefined,
+        ),
+      );
+      return run(async (directory) => (await directory.createUser(orgId, body, actor)).body);
+    }
+    if (first !== undefined && second === undefined) {
+      if (action === 'suspend' || action === 'activate') {
+        const status = action === 'suspend' ? 'suspended' : 'active';
+        return run(async (directory) => (await directory.patchUser(orgId, first, { status }, undefined, actor)).body);
+      }
+      if (action === 'delete') return run((directory) => directory.deleteUser(orgId, first, undefined, actor));
+    }
+    throw new UsageError('expected: user add ORG --email EMAIL [options] | user suspend|activate|delete ORG USER');
+  }
+  if (action === 'add' && first !== undefined && second === undefined) {
+    return run(async (directory) => (await directory.createRoom(orgId, { id: first, ...(values.name !== undefined ? { name: values.name } : {}) }, actor)).body);
+  }
+  if ((action === 'add-member' || action === 'remove-member') && first !== undefined && second !== undefined) {
+    return run((directory) => directory.setMember(orgId, first, second, action === 'add-member', actor));
+  }
+  throw new UsageError('expected: room add ORG ROOM [--name NAME] | room add-member|remove-member ORG ROOM USER');
 }
 
 async function uploadCommand(config: Config, args: string[]): Promise<number> {
@@ -230,6 +302,9 @@ async function main(argv: string[]): Promise<number> {
       return credentialCommand(config, args);
     case 'upload':
       return uploadCommand(config, args);
+    case 'user':
+    case 'room':
+      return directoryCommand(config, command, args);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

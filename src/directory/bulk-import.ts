@@ -16,7 +16,9 @@ import { chunks } from '../db/chunks.ts';
 import type { Database, RoomTable } from '../db/tables.ts';
 import type { DirectoryFile, ImportProblem, OrganizationImport, RoomImport, UserImport } from '../domain/directory-file.ts';
 import { userRow } from './directory-rows.ts';
-import { upsertCredential } from '../repositories/credential-repository.ts';
+import { insertAuditEvents } from '../repositories/audit-repository.ts';
+import { auditEvent, type Actor } from './audit.ts';
+import { setCredential } from './credential-changes.ts';
 import { retallyAll, retallyOrganization } from '../repositories/user-tally-repository.ts';
 
 export interface ImportCounts {
@@ -97,6 +99,8 @@ export interface ImportedOrganization {
   usersInFile: number;
   /** It had no user stored before: every user of it is new. */
   firstUsers: boolean;
+  /** What the file gives it: its users, rooms and their members (as the audit event counts them). */
+  counts: Omit<ImportCounts, 'organizations' | 'credentials'>;
 }
 
 export interface ImportOptions {
@@ -107,6 +111,8 @@ export interface ImportOptions {
    * with the organizations written and the stamp their new versions are listed with.
    */
   beforeCommit?: (trx: Transaction<Database>, imported: readonly ImportedOrganization[], stamp: string) => Promise<void>;
+  /** Who imports, as the audit trail names them (default: `cli`). */
+  actor?: Actor;
 }
 
 /** Once a problem is known the run only checks on, so it can report every problem; the transaction is rolled back. */
@@ -160,7 +166,15 @@ export async function importDirectory(
     options.assertSourceUnchanged?.();
     if (!writing(run)) throw new ImportRejected(run.problems);
     await refreshPlannerStatistics(trx);
-    for (const credential of hashed) await upsertCredential(trx, credential);
+    const actor = options.actor ?? { actor: 'cli' };
+    for (const credential of hashed) await setCredential(trx, credential, actor, run.at);
+    // One event per organization the import wrote, each in its own organization's trail.
+    await insertAuditEvents(
+      trx,
+      run.imported.map((organization) =>
+        auditEvent(organization.id, actor, run.at, 'directory.imported', { type: 'organization', id: organization.id }, { importId: run.stamp, ...organization.counts }),
+      ),
+    );
     await options.beforeCommit?.(trx, run.imported, run.stamp);
   });
   await markImportVisible(db);
@@ -173,7 +187,9 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   // The directory version this import makes: what it changes is marked with it (see the changed_in migration).
   const version = writing(run) ? await upsertOrganizationRow(run, organization) : 0;
   run.counts.organizations += 1;
-  run.imported.push({ id: organization.id, usersInFile: organization.userCount, firstUsers });
+  const imported: ImportedOrganization = { id: organization.id, usersInFile: organization.userCount, firstUsers, counts: { users: 0, rooms: 0, members: 0 } };
+  run.imported.push(imported);
+  const before = { ...run.counts };
 
   let bulkLoaded = false;
   // Checking only, a first import's users have nothing to be checked against.
@@ -196,6 +212,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
   }
   if (!bulkLoaded) await upsertRooms(run, organization, firstUsers, version);
   if (writing(run) && !run.indexesDropped) await retallyOrganization(trx, organization.id);
+  imported.counts = { users: run.counts.users - before.users, rooms: run.counts.rooms - before.rooms, members: run.counts.members - before.members };
 }
 
 /** Upserts the organization's rooms and replaces the member lists the file gives; `firstUsers`: the organization had no user stored. */
@@ -259,7 +276,9 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
   for (const organization of organizations) {
     pendingOrganizations.push(organization);
     run.counts.organizations += 1;
-    run.imported.push({ id: organization.id, usersInFile: organization.userCount, firstUsers: true });
+    const imported: ImportedOrganization = { id: organization.id, usersInFile: organization.userCount, firstUsers: true, counts: { users: 0, rooms: 0, members: 0 } };
+    run.imported.push(imported);
+    const before = { ...run.counts };
     for (const user of organization.users()) {
       // changed_in 0: no index can hold users of an organization that had none (see the changed_in migration).
       pendingUsers.push(userRow(organization.id, user, 0, run.at));
@@ -280,6 +299,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
       run.counts.rooms += 1;
       run.counts.members += room.members?.length ?? 0;
     }
+    imported.counts = { users: run.counts.users - before.users, rooms: run.counts.rooms - before.rooms, members: run.counts.members - before.members };
     if (pendingOrganizations.length >= FIRST_LOAD_ORGANIZATIONS) await writeAll();
   }
   await writeAll();

@@ -20,7 +20,8 @@ import {
 } from '../repositories/directory-repository.ts';
 import { SORT_KEY_COLUMNS } from '../repositories/signatory-repository.ts';
 import type { AuditEventBody, OrganizationBody, RoomBody, UserBody } from '../schemas/directory.ts';
-import { changeDirectory, createOrganization, type Actor, type DirectoryChange, type UserWrite } from './directory-writer.ts';
+import type { Actor } from './audit.ts';
+import { changeDirectory, createOrganization, type DirectoryChange, type UserWrite } from './directory-writer.ts';
 
 /**
  * The directory management API (contract section 8) without HTTP: reads map rows to the API's

@@ -4,6 +4,7 @@ import type { Database, RoomTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
+import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findEmailOwner, findUserNameOwner, findUserRow, isMember, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
 import { insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
 import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
@@ -25,49 +26,10 @@ import { userRow, type UserFields } from './directory-rows.ts';
  * The bulk import (bulk-import.ts) writes whole files with the same row rules and repositories.
  */
 
-/** Who acts, as the audit trail records it: a credential's username, `token:<id>`, or `cli`. */
-export interface Actor {
-  actor: string;
-  requestId?: string | undefined;
-}
-
-export type AuditAction =
-  | 'organization.created'
-  | 'organization.updated'
-  | 'user.created'
-  | 'user.updated'
-  | 'user.deleted'
-  | 'room.created'
-  | 'room.updated'
-  | 'room.deleted'
-  | 'room.member.added'
-  | 'room.member.removed'
-  | 'document.uploaded'
-  | 'document.deleted'
-  | 'directory.imported'
-  | 'token.created'
-  | 'token.revoked'
-  | 'credential.changed';
-
 /** A user's fields as the API writes them: the directory's own, and SCIM's. */
 export interface UserWrite extends UserFields {
   userName: string | null;
   externalId: string | null;
-}
-
-/** An audit event of a change, before it is stamped. */
-export function auditEvent(orgId: string | null, actor: Actor, at: string, action: AuditAction, target: { type: string; id: string }, details: object = {}): AuditEventRow {
-  return {
-    id: randomUUID(),
-    org_id: orgId,
-    at,
-    actor: actor.actor,
-    action,
-    target_type: target.type,
-    target_id: target.id,
-    request_id: actor.requestId ?? null,
-    details: JSON.stringify(details),
-  };
 }
 
 function kindOf(row: { external: number; needs_invite: number; status: string }): TallyKind {

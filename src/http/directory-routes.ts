@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Json } from '../domain/directory-entities.ts';
 import { ProblemError } from '../errors.ts';
-import type { Actor } from '../directory/directory-writer.ts';
+import type { Actor } from '../directory/audit.ts';
 import type { DirectoryService, Tagged, UserListRequest } from '../directory/directory-service.ts';
 import {
   AuditEventPage,

@@ -101,6 +101,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         orgId: organizationId,
         roomId: signingRoomId,
         username: request.username ?? '',
+        actor: { actor: request.username ?? '', requestId: request.id },
         payload: decodedPayloads.get(request.body) ?? decodePayload(request.body.payload),
         name: request.body.name,
         idempotencyKey: request.headers['idempotency-key'],
@@ -215,7 +216,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       },
     },
     async (request, reply) => {
-      await documents.delete(request.params.organizationId, request.params.signingRoomId, request.params.documentId);
+      await documents.delete(request.params.organizationId, request.params.signingRoomId, request.params.documentId, { actor: request.username ?? '', requestId: request.id });
       return binary(reply).code(204).send();
     },
   );

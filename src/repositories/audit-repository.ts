@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { chunks } from '../db/chunks.ts';
 import type { AuditEventTable, Database } from '../db/tables.ts';
 
 /** An audit event as written: everything but the generated `seq`. */
@@ -6,7 +7,8 @@ export type AuditEventRow = Omit<AuditEventTable, 'seq'>;
 
 /** Records events; called in the transaction of the change they record. */
 export async function insertAuditEvents(db: Kysely<Database>, rows: readonly AuditEventRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('audit_events').values([...rows]).execute();
+  // Batches well under SQLite's 32,766 bound parameters (an import of many organizations has an event each).
+  for (const batch of chunks(rows, 1000)) await db.insertInto('audit_events').values(batch).execute();
 }
 
 /** What the audit-events route filters on; `since` and `until` are ISO 8601 instants (inclusive, exclusive). */
@@ -27,11 +29,11 @@ function filtered(db: Kysely<Database>, query: AuditEventQuery) {
   return select;
 }
 
-/** A page of the organization's events, newest first, and how many match in all. */
+/** A page of the organization's events, newest first (by time, then by the order they were written), and how many match in all. */
 export async function findAuditEvents(db: Kysely<Database>, query: AuditEventQuery, offset: number, limit: number): Promise<{ total: number; rows: Selectable<AuditEventTable>[] }> {
   const count = await filtered(db, query)
     .select((eb) => eb.fn.countAll<number | string>().as('count'))
     .executeTakeFirstOrThrow();
-  const rows = await filtered(db, query).selectAll().orderBy('seq', 'desc').offset(offset).limit(limit).execute();
+  const rows = await filtered(db, query).selectAll().orderBy('at', 'desc').orderBy('seq', 'desc').offset(offset).limit(limit).execute();
   return { total: Number(count.count), rows };
 }

@@ -59,7 +59,13 @@ export async function upsertCredential(
 }
 
 /** Deletes a credential; returns whether it existed. */
-export async function deleteCredential(db: Kysely<Database>, username: string): Promise<boolean> {
+export async function deleteCredential(db: Kysely<Database> | Transaction<Database>, username: string): Promise<boolean> {
   const result = await db.deleteFrom('credentials').where('username', '=', username).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/** The credential's scope, or undefined when there is no such credential. */
+export async function findCredentialScope(db: Kysely<Database> | Transaction<Database>, username: string): Promise<CredentialScope | undefined> {
+  const row = await db.selectFrom('credentials').select('organizations').where('username', '=', username).executeTakeFirst();
+  return row === undefined ? undefined : (JSON.parse(row.organizations) as CredentialScope);
 }

@@ -7,6 +7,8 @@ import { dialectOf, type DialectName } from '../db/dialect.ts';
 import type { RenderPool } from '../documents/render-pool.ts';
 import { sniffDocumentType, type PayloadResult } from '../domain/payload.ts';
 import { toPage, type Page } from '../domain/paging.ts';
+import { auditEvent, type Actor } from '../directory/audit.ts';
+import { insertAuditEvents } from '../repositories/audit-repository.ts';
 import { ProblemError } from '../errors.ts';
 import { roomExists } from '../repositories/directory-repository.ts';
 import {
@@ -43,6 +45,8 @@ export interface UploadRequest {
   orgId: string;
   roomId: string;
   username: string;
+  /** Who acts, as the audit trail names them (the username, unless given). */
+  actor?: Actor | undefined;
   /** The decoded `payload` (see src/domain/payload.ts). */
   payload: PayloadResult;
   name?: string | undefined;
@@ -155,6 +159,10 @@ export class DocumentService {
           await lockBlob(trx, staged.sha256, this.#dialect);
           await this.#blobs.commit(staged, trx);
           await insertDocument(trx, row);
+          const actor = request.actor ?? { actor: request.username };
+          await insertAuditEvents(trx, [
+            auditEvent(request.orgId, actor, row.created_at, 'document.uploaded', { type: 'document', id: row.id }, { roomId: request.roomId, name: row.name, mediaType, sizeBytes: row.size_bytes, sha256: row.sha256 }),
+          ]);
           if (idempotency !== undefined) {
             const record = { requestSha256: idempotency.requestSha256, documentId: row.id, thumbnail };
             // Rolls this document back: the key's first request is the one that counts.
@@ -198,13 +206,14 @@ export class DocumentService {
     return png;
   }
 
-  async delete(orgId: string, roomId: string, id: string): Promise<void> {
+  async delete(orgId: string, roomId: string, id: string, actor: Actor): Promise<void> {
     const row = await this.#requireDocument(orgId, roomId, id);
     await this.#locks.run(`blob\0${row.sha256}`, async () => {
       const unused = await this.#db.transaction().execute(async (trx) => {
         await lockBlob(trx, row.sha256, this.#dialect);
         const sha256 = await deleteDocument(trx, orgId, roomId, id);
         if (sha256 === undefined) throw notFound(id);
+        await insertAuditEvents(trx, [auditEvent(orgId, actor, new Date().toISOString(), 'document.deleted', { type: 'document', id }, { roomId, name: row.name, sha256 })]);
         return !(await blobInUse(trx, sha256));
       });
       if (unused) await this.#blobs.delete(row.sha256);

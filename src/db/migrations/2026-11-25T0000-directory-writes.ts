@@ -58,7 +58,7 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
     .addColumn('request_id', text)
     .addColumn('details', text, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('audit_events_by_org').on('audit_events').columns(['org_id', 'seq']).execute();
+  await db.schema.createIndex('audit_events_by_org').on('audit_events').columns(['org_id', 'at', 'seq']).execute();
 }
 
 export async function down(db: Kysely<any>, dialect: DialectName): Promise<void> {

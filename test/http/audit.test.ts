@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { topHalfBlackPdf } from '../helpers/pdf.ts';
+import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const ACME = basic('acme-admin', ACME_PASSWORD);
+const ROOT = basic('root', 'root-password');
+const API = '/admin/api/v3/organizations';
+
+describe('the audit trail', () => {
+  let t: TestApp;
+  const send = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, authorization = ACME) =>
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+    });
+  const trail = async (query = '') => (await send('GET', `${API}/acme/audit-events?size=200${query}`)).json();
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('records exactly one event for each successful change, with its action, actor, target and request id', async () => {
+    let documentId = '';
+    const changes: [string, () => Promise<{ statusCode: number; body: string }>, string, string][] = [
+      ['user.created', () => send('POST', `${API}/acme/users`, { id: 'a1', email: 'a1@acme.example' }), 'user', 'a1'],
+      ['user.updated', () => send('PATCH', `${API}/acme/users/a1`, { firstname: 'Ada' }), 'user', 'a1'],
+      ['user.updated', () => send('PUT', `${API}/acme/users/a1`, { email: 'a1@acme.example', status: 'suspended' }), 'user', 'a1'],
+      ['room.created', () => send('POST', `${API}/acme/rooms`, { id: 'r1', name: 'R1' }), 'room', 'r1'],
+      ['room.updated', () => send('PUT', `${API}/acme/rooms/r1`, { name: 'R one' }), 'room', 'r1'],
+      ['room.member.added', () => send('PUT', `${API}/acme/rooms/r1/members/a1`), 'room', 'r1'],
+      ['room.member.removed', () => send('DELETE', `${API}/acme/rooms/r1/members/a1`), 'room', 'r1'],
+      ['room.deleted', () => send('DELETE', `${API}/acme/rooms/r1`), 'room', 'r1'],
+      ['user.deleted', () => send('DELETE', `${API}/acme/users/a1`), 'user', 'a1'],
+      ['organization.updated', () => send('PATCH', `${API}/acme`, { settings: { externalSignatories: false } }), 'organization', 'acme'],
+      [
+        'document.uploaded',
+        async () => {
+          const response = await send('POST', `${API}/acme/rooms/board/documents`, { payload: topHalfBlackPdf().toString('base64'), name: 'a.pdf' });
+          documentId = response.json().id;
+          return response;
+        },
+        'document',
+        '',
+      ],
+      ['document.deleted', () => send('DELETE', `${API}/acme/rooms/board/documents/${documentId}`), 'document', ''],
+    ];
+    for (const [action, change, type, id] of changes) {
+      const before = (await trail()).totalElements;
+      const response = await change();
+      assert.ok(response.statusCode < 300, `${action}: ${response.body}`);
+      const after = await trail();
+      assert.equal(after.totalElements, before + 1, `${action} records one event`);
+      const event = after.content[0];
+      assert.equal(event.action, action);
+      assert.equal(event.actor, 'acme-admin');
+      assert.deepEqual(event.target, { type, id: id === '' ? documentId : id });
+      assert.match(event.requestId, /./);
+      assert.match(event.id, /^[0-9a-f-]{36}$/);
+      assert.ok(Math.abs(Date.parse(event.at) - Date.now()) < 60_000);
+    }
+  });
+
+  it('records nothing for a change that changes nothing (adding a member twice) or is refused', async () => {
+    assert.equal((await send('PUT', `${API}/acme/rooms/board/members/u2`)).statusCode, 204);
+    const before = (await trail()).totalElements;
+    assert.equal((await send('PUT', `${API}/acme/rooms/board/members/u2`)).statusCode, 204);
+    assert.equal((await send('DELETE', `${API}/acme/rooms/board/members/u3`)).statusCode, 204);
+    assert.equal((await send('POST', `${API}/acme/users`, { id: 'u1', email: 'x@acme.example' })).statusCode, 409);
+    assert.equal((await trail()).totalElements, before);
+  });
+
+  it('records an organization created under that organization', async () => {
+    assert.equal((await send('POST', API, { id: 'fresh', name: 'Fresh' }, ROOT)).statusCode, 201);
+    const events = (await send('GET', `${API}/fresh/audit-events`, undefined, ROOT)).json();
+    assert.deepEqual(events.content.map((event: { action: string; actor: string }) => [event.action, event.actor]), [['organization.created', 'root']]);
+  });
+
+  it('filters by action, actor and time, newest first, and keeps other organizations apart', async () => {
+    const created = await trail('&action=user.created');
+    assert.ok(created.content.length > 0);
+    assert.ok(created.content.every((event: { action: string }) => event.action === 'user.created'));
+    assert.equal((await trail('&actor=nobody')).totalElements, 0);
+    const all = (await trail()).content as { at: string; action: string }[];
+    assert.deepEqual([...all].sort((a, b) => b.at.localeCompare(a.at)).map((e) => e.at), all.map((e) => e.at));
+    const future = new Date(Date.now() + 60_000).toISOString();
+    assert.equal((await trail(`&since=${encodeURIComponent(future)}`)).totalElements, 0);
+    assert.equal((await trail(`&until=${encodeURIComponent('2000-01-01T00:00:00Z')}`)).totalElements, 0);
+    assert.equal((await trail(`&since=2000-01-01`)).totalElements, (await trail()).totalElements);
+    const bad = await send('GET', `${API}/acme/audit-events?since=yesterday`);
+    assert.equal(bad.statusCode, 400);
+    assert.equal(bad.json().errors[0].parameter, 'since');
+    assert.ok(!all.some((event) => event.action === 'organization.created'));
+  });
+
+  it('is read-only: no route changes or deletes events', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+      const response = await send(method, `${API}/acme/audit-events`);
+      assert.equal(response.statusCode, 405, method);
+    }
+  });
+});

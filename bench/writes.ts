@@ -1,0 +1,252 @@
+/**
+ * Directory write benchmark: single writes through the REST API at a million users, and the lookup
+ * mix with and without writes running beside it, measured in the same run.
+ *
+ *   npm run bench:writes -- [--users 1000000] [--seconds 10] [--dialect sqlite|postgres] [--rate 200]
+ *
+ * Imports the sample organization of bench/lookup.ts, starts two servers on the one database (A
+ * takes lookups, B takes writes), and reports:
+ * - single writes alone (create, rename, add a member, suspend), one client: latency; then eight
+ *   clients: writes per second;
+ * - the page-20 lookup mix on A (bench/load.ts, 16 connections), alone and while `--rate` writes
+ *   per second go to B: the ratio of the two throughputs, and p99;
+ * - a lookup on A started as soon as a write to B has answered, finding what it wrote (read your
+ *   writes across processes): its latency.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { benchDatabase } from './bench-database.ts';
+import { startSignroom } from './bench-server.ts';
+import { sampleOrganization } from '../src/demo/sample-directory.ts';
+
+const { values } = parseArgs({
+  options: {
+    users: { type: 'string', default: '1000000' },
+    seconds: { type: 'string', default: '10' },
+    dialect: { type: 'string', default: 'sqlite' },
+    rate: { type: 'string', default: '200' },
+  },
+});
+if (values.dialect !== 'sqlite' && values.dialect !== 'postgres') throw new Error('--dialect is sqlite or postgres');
+const users = Number(values.users);
+const seconds = Number(values.seconds);
+const rate = Number(values.rate);
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const signroom = path.join(root, 'bin/signroom');
+const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-writes-'));
+const database = await benchDatabase(values.dialect);
+const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
+const log = (message: string) => process.stderr.write(`${message}\n`);
+
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}`))));
+  });
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const summary = (latencies: number[]) => {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
+};
+
+log(`generating ${users} users…`);
+const file = path.join(dataDir, 'directory.json');
+writeFileSync(
+  file,
+  JSON.stringify({
+    organizations: [
+      sampleOrganization({
+        orgId: 'bench',
+        users,
+        externalShare: 0.05,
+        pendingShare: 0.15,
+        rooms: [
+          { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
+          { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
+        ],
+        externalSignatories: true,
+        seed: 7,
+      }),
+    ],
+    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
+  }),
+);
+let started = performance.now();
+await run(signroom, ['import', file]);
+const importSeconds = (performance.now() - started) / 1000;
+log(`imported in ${importSeconds.toFixed(1)} s`);
+
+const API = '/admin/api/v3/organizations/bench';
+const [portA, portB] = [18090, 18091];
+const servers: ChildProcess[] = [];
+let serial = 0;
+
+/** One request; its latency in ms (throws on a status other than the expected). */
+async function timed(port: number, method: string, route: string, body: unknown, expected: number): Promise<number> {
+  const at = performance.now();
+  const response = await fetch(`http://127.0.0.1:${port}${route}`, {
+    method,
+    headers: { authorization: AUTH, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  if (response.status !== expected) throw new Error(`${method} ${route}: ${response.status} ${text}`);
+  return performance.now() - at;
+}
+
+/** The k-th write of the paced mix: for each user in turn, create, rename, add to a room, suspend. */
+async function writeOnce(port: number, k: number): Promise<number> {
+  const index = Math.floor(k / 4);
+  const id = `p${process.pid}-${index}`;
+  switch (k % 4) {
+    case 0:
+      return timed(port, 'POST', `${API}/users`, { id, firstname: 'Paula', lastname: `Paced${index}`, email: `p${index}.${process.pid}@bench.example` }, 201);
+    case 1:
+      return timed(port, 'PATCH', `${API}/users/${id}`, { lastname: `Repaced${index}` }, 200);
+    case 2:
+      return timed(port, 'PUT', `${API}/rooms/small/members/${id}`, undefined, 204);
+    default:
+      return timed(port, 'PATCH', `${API}/users/${id}`, { status: 'suspended' }, 200);
+  }
+}
+
+/** Runs the write mix from `clients` clients for `forSeconds`: latencies and writes per second. */
+async function writeLoad(port: number, clients: number, forSeconds: number): Promise<{ latencies: number[]; perSecond: number }> {
+  const latencies: number[] = [];
+  const deadline = performance.now() + forSeconds * 1000;
+  const began = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      // Each client runs whole sequences of four, so each works on a user it created.
+      while (performance.now() < deadline) {
+        const base = serial;
+        serial += 4;
+        const id = `w${process.pid}-${base}`;
+        latencies.push(await timed(port, 'POST', `${API}/users`, { id, firstname: 'Wanda', lastname: `Writer${base}`, email: `w${base}.${process.pid}@bench.example` }, 201));
+        latencies.push(await timed(port, 'PATCH', `${API}/users/${id}`, { lastname: `Renamed${base}` }, 200));
+        latencies.push(await timed(port, 'PUT', `${API}/rooms/small/members/${id}`, undefined, 204));
+        latencies.push(await timed(port, 'PATCH', `${API}/users/${id}`, { status: 'suspended' }, 200));
+      }
+    }),
+  );
+  return { latencies, perSecond: latencies.length / ((performance.now() - began) / 1000) };
+}
+
+/** The page-20 lookup mix of bench/lookup.ts on A, as bench/load.ts measures it. */
+const base = `${API}/rooms`;
+const lookupUrls = [
+  `${base}/small/signatories/lookup?size=20`,
+  `${base}/large/signatories/lookup?size=20&sortBy=firstname&sortDirection=DESC`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=mul`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=ann%20sch`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=kowalski.4242`,
+  `${base}/large/signatories/lookup?size=20&purpose=SIGNING_REQUEST_SIGNATORY`,
+  `${base}/small/signatories/lookup?size=20&purpose=PERMISSION_INVITATION&sortBy=email`,
+  `${base}/small/signatories/lookup?size=20&page=50&sortBy=email&sortDirection=desc`,
+  `${base}/large/signatories/lookup?size=20&requiresInvitation=true`,
+];
+const urlsFile = path.join(dataDir, 'urls.json');
+writeFileSync(urlsFile, JSON.stringify(lookupUrls));
+async function lookupLoad(): Promise<{ rps: number; p99: number; errors: number }> {
+  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(seconds), AUTH]);
+  return JSON.parse(out) as { rps: number; p99: number; errors: number };
+}
+
+/** Writes at `perSecond` to B until `stop` resolves, paced; their latencies. */
+async function pacedWrites(perSecond: number, stop: Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  let done = false;
+  void stop.then(() => (done = true));
+  const began = performance.now();
+  const inFlight: Promise<void>[] = [];
+  for (let k = 0; !done; k++) {
+    const due = began + (k * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (done) break;
+    inFlight.push(writeOnce(portB, k).then((ms) => void latencies.push(ms)));
+    // Keep the order of each user's four writes: wait for the create before the rest.
+    if (k % 4 === 0) await inFlight.at(-1);
+  }
+  await Promise.all(inFlight);
+  return latencies;
+}
+
+try {
+  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: dataDir }, portA));
+  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) }, portB));
+  // The password hash and each server's index, before anything is measured.
+  for (const port of [portA, portB]) {
+    await timed(port, 'GET', `${base}/small/signatories/lookup?size=1&searchQuery=sch`, undefined, 200);
+    for (;;) {
+      const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { organizations: number; loading: number } };
+      if (ready.searchIndexes === undefined || (ready.searchIndexes.loading === 0 && ready.searchIndexes.organizations > 0)) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  log('single writes, one client…');
+  const single = await writeLoad(portB, 1, seconds);
+  log('single writes, eight clients…');
+  const eight = await writeLoad(portB, 8, seconds);
+
+  log('lookup mix alone…');
+  const alone = await lookupLoad();
+  log(`lookup mix with ${rate} writes/s on the other server…`);
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const writing = pacedWrites(rate, stopped);
+  const beside = await lookupLoad();
+  stop();
+  const besideWrites = summary(await writing);
+
+  log('a lookup on A right after each write to B…');
+  const afterWrite: number[] = [];
+  for (let k = 0; k < 200; k++) {
+    const id = `ryw${process.pid}-${k}`;
+    await timed(portB, 'POST', `${API}/users`, { id, firstname: 'Rhea', lastname: `Quickread${k}`, email: `ryw${k}.${process.pid}@bench.example` }, 201);
+    const at = performance.now();
+    const response = await fetch(`http://127.0.0.1:${portA}${base}/small/signatories/lookup?size=20&searchQuery=quickread${k}`, { headers: { authorization: AUTH } });
+    const page = (await response.json()) as { totalElements: number };
+    afterWrite.push(performance.now() - at);
+    if (page.totalElements < 1) throw new Error(`read your writes: quickread${k} not found on the other server`);
+  }
+
+  const singleSummary = summary(single.latencies);
+  const eightSummary = summary(eight.latencies);
+  const after = summary(afterWrite);
+  const ms = (value: number) => value.toFixed(1);
+  const lines = [
+    `# directory writes, ${values.dialect}, ${users.toLocaleString('en')} users, ${new Date().toISOString().slice(0, 16)}Z`,
+    '',
+    `import: ${importSeconds.toFixed(1)} s`,
+    '',
+    '| measure | value | goal |',
+    '|---|---|---|',
+    `| single writes, 1 client: p50 / p99 | ${ms(singleSummary.p50)} / ${ms(singleSummary.p99)} ms | p99 ≤ 20 ms |`,
+    `| single writes, 1 client: writes/s | ${single.perSecond.toFixed(0)} | |`,
+    `| single writes, 8 clients: writes/s (p99) | ${eight.perSecond.toFixed(0)} (${ms(eightSummary.p99)} ms) | ≥ ${values.dialect === 'postgres' ? '1,000' : '500'} |`,
+    `| lookup mix alone: req/s, p99 | ${alone.rps.toFixed(0)}, ${ms(alone.p99)} ms | |`,
+    `| lookup mix beside ${rate} writes/s: req/s, p99 | ${beside.rps.toFixed(0)}, ${ms(beside.p99)} ms | p99 ≤ 25 ms |`,
+    `| ratio of the two throughputs | ${((100 * beside.rps) / alone.rps).toFixed(0)}% | ≥ 80% |`,
+    `| writes beside the lookups: p50 / p99 (n) | ${ms(besideWrites.p50)} / ${ms(besideWrites.p99)} ms (${besideWrites.n}) | |`,
+    `| lookup on A right after a write to B: p50 / p99 | ${ms(after.p50)} / ${ms(after.p99)} ms | p99 ≤ 50 ms |`,
+  ];
+  console.log(lines.join('\n'));
+  if (alone.errors + beside.errors > 0) console.log(`\n(lookup errors: ${alone.errors} alone, ${beside.errors} beside the writes)`);
+} finally {
+  for (const server of servers) server.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await database.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}

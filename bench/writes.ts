@@ -191,7 +191,7 @@ try {
     await timed(port, 'GET', `${base}/small/signatories/lookup?size=1&searchQuery=sch`, undefined, 200);
     for (;;) {
       const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { organizations: number; loading: number } };
-      if (ready.searchIndexes === undefined || (ready.searchIndexes.loading === 0 && ready.searchIndexes.organizations > 0)) break;
+      if (ready.searchIndexes === undefined || ready.searchIndexes.loading === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

@@ -11,7 +11,8 @@ import type { DialectName } from '../dialect.ts';
  * - users whose status is `suspended` (and `deleted`: a deleted user's row stays, emptied of
  *   personal data, so the in-memory search indexes can pass over it), which are never candidates:
  *   the tallies count them apart (`candidate` 0), so a count stays a few rows;
- * - the audit trail, one event per change, written in the change's own transaction.
+ * - the audit trail, one event per change, written in the change's own transaction;
+ * - the rooms a user is a member of, found by an index.
  */
 export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   const text = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
@@ -24,6 +25,9 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   await sql`alter table users add column user_name_lower ${text}`.execute(db);
   await sql`alter table users add column external_id ${text}`.execute(db);
   await db.schema.createIndex('users_user_name_unique').unique().on('users').columns(['org_id', 'user_name_lower']).execute();
+  // The rooms of one user: a change to the user moves its kind in each room's tallies, a deletion
+  // leaves every room (the primary key leads with the room: it found them by reading every member).
+  await db.schema.createIndex('room_members_by_user').on('room_members').columns(['org_id', 'user_id', 'room_id']).execute();
 
   await db.schema.dropTable('user_tallies').execute();
   await db.schema
@@ -74,6 +78,7 @@ export async function down(db: Kysely<any>, dialect: DialectName): Promise<void>
     .addColumn('users', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('user_tallies_pk', ['org_id', 'room_id', 'external', 'needs_invite'])
     .execute();
+  await db.schema.dropIndex('room_members_by_user').execute();
   await db.schema.dropIndex('users_user_name_unique').execute();
   for (const column of ['external_id', 'user_name_lower', 'user_name']) await db.schema.alterTable('users').dropColumn(column).execute();
   for (const table of ['organizations', 'users', 'rooms']) {

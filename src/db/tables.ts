@@ -107,7 +107,7 @@ export interface UserTable {
   lastname_key: string;
   email_key: string;
   search_key: string;
-  /** The directory version that last changed the user's keys or kind (0: before it was kept, or a first load). */
+  /** The directory version that last changed the user's keys, kind or rooms (0: before it was kept, or a first load). */
   changed_in: number;
   /** SCIM's userName, null when unset (it reads as the email then); lower-cased beside it, unique per organization. */
   user_name: string | null;
@@ -125,6 +125,8 @@ export interface RoomTable {
   name: string;
   /** The directory version that last replaced the member list (0: before it was kept, or a first load). */
   members_changed_in?: number;
+  /** The directory version that last added or removed one member (whose user is marked changed in it too). */
+  members_edited_in?: number;
   created_at: string;
   updated_at: string;
 }

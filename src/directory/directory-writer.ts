@@ -18,9 +18,9 @@ import { userRow, type UserFields } from './directory-rows.ts';
  *   which also makes writers of one organization wait for each other), and listed with a random
  *   stamp (see the directory-states migration);
  * - users are stored with their folded keys, computed in code (directory-rows.ts), and
- *   `changed_in` marks the users whose keys or kind changed, `members_changed_in` the rooms whose
- *   member lists did, which is what the in-memory search indexes read to take a change in
- *   (src/search-index/);
+ *   `changed_in` marks the users whose keys, kind or rooms changed, `members_edited_in` the rooms
+ *   one of whose members came or went, which is what the in-memory search indexes read to take a
+ *   change in (src/search-index/; an import replacing a member list marks `members_changed_in`);
  * - the tallies that count users by kind move with each user and member;
  * - one audit event per change, in the same transaction (contract section 10).
  * The bulk import (bulk-import.ts) writes whole files with the same row rules and repositories.
@@ -130,7 +130,7 @@ export class DirectoryChange {
     await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), undefined);
     const rooms = await this.trx.selectFrom('room_members').select('room_id').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
     await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
-    await this.#membersChanged(rooms.map((room) => room.room_id));
+    await this.#membersEdited(rooms.map((room) => room.room_id));
     const gone = userRow(this.orgId, { id: existing.id, firstname: null, lastname: null, email: '', external: false, status: 'active' }, this.version, this.at);
     await this.trx
       .updateTable('users')
@@ -192,7 +192,7 @@ export class DirectoryChange {
     if (await isMember(this.trx, this.orgId, roomId, user.id)) return false;
     await insertMemberRows(this.trx, [{ org_id: this.orgId, room_id: roomId, user_id: user.id }]);
     await moveInRoomTally(this.trx, this.orgId, roomId, kindOf(user), 1);
-    await this.#membersChanged([roomId]);
+    await this.#membersEdited([roomId], user.id);
     this.audit('room.member.added', { type: 'room', id: roomId }, { userId: user.id });
     return true;
   }
@@ -202,7 +202,7 @@ export class DirectoryChange {
     if (!(await isMember(this.trx, this.orgId, roomId, user.id))) return false;
     await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('room_id', '=', roomId).where('user_id', '=', user.id).execute();
     await moveInRoomTally(this.trx, this.orgId, roomId, kindOf(user), -1);
-    await this.#membersChanged([roomId]);
+    await this.#membersEdited([roomId], user.id);
     this.audit('room.member.removed', { type: 'room', id: roomId }, { userId: user.id });
     return true;
   }
@@ -217,10 +217,15 @@ export class DirectoryChange {
     this.audit('organization.updated', { type: 'organization', id: this.orgId }, details);
   }
 
-  /** Marks the rooms' member lists changed in this version, for the search indexes. */
-  async #membersChanged(roomIds: readonly string[]): Promise<void> {
+  /**
+   * Marks one user's membership of these rooms changed in this version, for the search indexes: the
+   * rooms as edited, the user as changed, so an index holding a room's members lays the user's
+   * memberships over them (instead of reading the room's members again).
+   */
+  async #membersEdited(roomIds: readonly string[], userId?: string): Promise<void> {
     if (roomIds.length === 0) return;
-    await this.trx.updateTable('rooms').set({ members_changed_in: this.version }).where('org_id', '=', this.orgId).where('id', 'in', [...roomIds]).execute();
+    await this.trx.updateTable('rooms').set({ members_edited_in: this.version }).where('org_id', '=', this.orgId).where('id', 'in', [...roomIds]).execute();
+    if (userId !== undefined) await this.trx.updateTable('users').set({ changed_in: this.version }).where('org_id', '=', this.orgId).where('id', '=', userId).execute();
   }
 }
 

@@ -49,6 +49,8 @@ function kindOf(user: IndexedUser): number {
 export interface ChangedUser extends IndexedUser {
   id: string;
   sortKeys: Record<SortField, string>;
+  /** The rooms the user is a member of now (read only where rooms' members were edited one by one). */
+  rooms?: readonly string[];
 }
 
 /** The room's members among the indexed users, one bit each. */
@@ -65,6 +67,21 @@ export class RoomMembers {
 
   get bytes(): number {
     return this.#bits.byteLength;
+  }
+
+  /** These members with each of `changes` ([user, member?]) made: a copy, when anything changes. */
+  withMembers(changes: readonly (readonly [number, boolean])[]): RoomMembers {
+    const wanted = changes.filter(([user, member]) => this.has(user) !== member);
+    if (wanted.length === 0) return this;
+    let size = this.#bits.byteLength;
+    for (const [user] of wanted) size = Math.max(size, (user >> 3) + 1);
+    const bits = new Uint8Array(size);
+    bits.set(this.#bits);
+    for (const [user, member] of wanted) {
+      if (member) bits[user >> 3]! |= 1 << (user & 7);
+      else bits[user >> 3]! &= ~(1 << (user & 7));
+    }
+    return new RoomMembers(bits);
   }
 
   /** The same members among `users` users: users added since are at the end, and none of them is a member (shared when the bits already reach). */

@@ -141,8 +141,8 @@ export async function readRoomMemberSeqs(
 }
 
 /**
- * The organization's users whose keys or kind changed after directory version `since` (new users
- * among them), in seq order, at most `limit`: read along the changed_in index, and put in order
+ * The organization's users whose keys, kind or rooms changed after directory version `since` (new
+ * users among them), each with the rooms it is a member of now, in seq order, at most `limit`: read along the changed_in index, and put in order
  * here (the loader's transaction forbids sorting, and the planner then walked every user by seq).
  */
 export async function readChangedUsers(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<ChangedUser[]> {
@@ -156,6 +156,7 @@ export async function readChangedUsers(db: Kysely<Database>, orgId: string, sinc
     .limit(limit)
     .execute();
   rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+  const rooms = await readRoomsOf(db, orgId, rows.map((row) => row.id));
   return rows.map((row) => ({
     seq: Number(row.seq),
     id: row.id,
@@ -164,11 +165,33 @@ export async function readChangedUsers(db: Kysely<Database>, orgId: string, sinc
     external: row.external === 1,
     needsInvite: row.needs_invite === 1,
     candidate: isCandidateStatus(row.status),
+    rooms: rooms.get(row.id) ?? [],
   }));
 }
 
-/** The organization's rooms whose member lists were replaced after directory version `since`. */
-export async function readChangedRooms(db: Kysely<Database>, orgId: string, since: number): Promise<string[]> {
-  const rows = await db.selectFrom('rooms').select('id').where('org_id', '=', orgId).where('members_changed_in', '>', since).execute();
-  return rows.map((row) => row.id);
+/** The rooms each of these users is a member of (along the index of a user's rooms). */
+async function readRoomsOf(db: Kysely<Database>, orgId: string, userIds: readonly string[]): Promise<Map<string, string[]>> {
+  const rooms = new Map<string, string[]>();
+  for (const batch of chunks(userIds, 500)) {
+    const rows = await db.selectFrom('room_members').select(['user_id', 'room_id']).where('org_id', '=', orgId).where('user_id', 'in', batch).execute();
+    for (const row of rows) rooms.set(row.user_id, [...(rooms.get(row.user_id) ?? []), row.room_id]);
+  }
+  return rooms;
+}
+
+/**
+ * The organization's rooms whose member lists were replaced after directory version `since` (an
+ * import), and those one of whose members came or went (the users changed since say which).
+ */
+export async function readChangedRooms(db: Kysely<Database>, orgId: string, since: number): Promise<{ replaced: string[]; edited: string[] }> {
+  const rows = await db
+    .selectFrom('rooms')
+    .select(['id', 'members_changed_in', 'members_edited_in'])
+    .where('org_id', '=', orgId)
+    .where((eb) => eb.or([eb('members_changed_in', '>', since), eb('members_edited_in', '>', since)]))
+    .execute();
+  return {
+    replaced: rows.filter((row) => Number(row.members_changed_in) > since).map((row) => row.id),
+    edited: rows.filter((row) => Number(row.members_edited_in) > since && !(Number(row.members_changed_in) > since)).map((row) => row.id),
+  };
 }

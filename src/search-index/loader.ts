@@ -39,10 +39,13 @@ export type LoadResult =
   | { kind: 'index'; parts: SearchIndexParts; fromSnapshot?: boolean }
   | { kind: 'skipped'; version: number; users: number }
   | { kind: 'members'; seqs: Float64Array }
-  /** The organization at `version`, of `users` users: those changed since, and the rooms whose member lists were replaced. */
-  | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[] }
-  /** More users changed than the job allows: the index is better read whole (the version, and the rooms whose member lists were replaced, still). */
-  | { kind: 'many changes'; version: number; rooms: string[] }
+  /**
+   * The organization at `version`, of `users` users: those changed since (with their rooms), the
+   * rooms whose member lists were replaced, and those one of whose members came or went.
+   */
+  | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[]; editedRooms: string[] }
+  /** More users changed than the job allows: the index is better read whole (the version, and the rooms replaced or edited, still). */
+  | { kind: 'many changes'; version: number; rooms: string[]; editedRooms: string[] }
   /** The organization is gone, or (a room) no longer at the version asked for. */
   | { kind: 'stale' };
 
@@ -121,8 +124,8 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
   if (size === undefined) return { kind: 'stale' };
   const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
   const rooms = await readChangedRooms(db, job.orgId, job.since);
-  if (changed.length > job.maxChanges) return { kind: 'many changes', version: size.version, rooms };
-  return { kind: 'changes', version: size.version, users: size.users, changed, rooms };
+  if (changed.length > job.maxChanges) return { kind: 'many changes', version: size.version, rooms: rooms.replaced, editedRooms: rooms.edited };
+  return { kind: 'changes', version: size.version, users: size.users, changed, rooms: rooms.replaced, editedRooms: rooms.edited };
 }
 
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {

@@ -474,14 +474,24 @@ export class SearchIndexes {
     const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges });
     if (this.#closed) return true;
     if (this.#ready.get(orgId) !== held || (result.kind !== 'changes' && result.kind !== 'many changes')) return none;
+    // Rooms whose members an import replaced are read again; those edited member by member stand
+    // only where the changed users are laid over them (below), not for a whole read.
     const replaced = new Set(result.rooms);
-    const standing: StandingRooms = { rooms: new Map([...held.rooms].filter(([roomId]) => !replaced.has(roomId))), upTo: result.version };
+    const edited = new Set(result.editedRooms);
+    const kept = [...held.rooms].filter(([roomId]) => !replaced.has(roomId));
+    const standing: StandingRooms = { rooms: new Map(kept.filter(([roomId]) => !edited.has(roomId))), upTo: result.version };
     if (result.kind === 'many changes') return standing;
     if (result.version === held.index.version) return true;
     if (result.users > maxIndexedUsers(this.#policy)) return none;
     const index = held.index.withChanges(result.version, result.users, result.changed);
     if (index === undefined) return standing;
-    const rooms = roomsExtendedTo(standing.rooms, result.users);
+    const rooms = roomsExtendedTo(new Map(kept), result.users);
+    for (const roomId of edited) {
+      const members = rooms.get(roomId);
+      if (members === undefined) continue;
+      // Each changed user is a member or not, as it is now: the members who came or went among them.
+      rooms.set(roomId, members.withMembers(result.changed.map((user) => [index.userOf(user.seq), user.rooms?.includes(roomId) === true] as const)));
+    }
     this.#ready.delete(orgId);
     if (!this.#makeRoom(bytesHeld({ index, rooms }), orgId)) {
       remember(this.#skipped, orgId, result.version);

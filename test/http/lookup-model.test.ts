@@ -389,6 +389,9 @@ for (const mode of MODES) describe(`signatory lookup against the model after RES
       // A query with a term (the in-memory index, where one is held), and random ones.
       await answersLikeTheModel({ room: 'room', searchQuery: 'e', sortBy: 'email' });
       await answersLikeTheModel({ room: 'room', purpose: 'SIGNING_REQUEST_SIGNATORY' });
+      // The index with the room's members (edited member by member, laid over what it holds).
+      await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNING_REQUEST_SIGNATORY' });
+      await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNATORY_INVITATION', sortBy: 'firstname' });
       for (const sample of fc.sample(queryArb([org]), { numRuns: 3, seed: 5000 + serial })) {
         const { org: _index, ...query } = sample;
         await answersLikeTheModel(query as Query);

@@ -9,7 +9,7 @@ import { SearchIndexes, type DirectoryReads } from '../../src/search-index/searc
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
 type Directory = Map<
   string,
-  { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[] }; replacedRooms?: string[] }
+  { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[]; editedRooms?: string[] }; replacedRooms?: string[] }
 >;
 
 /** User `seq`'s search key: no first or last name, an email that sorts by seq. */
@@ -58,7 +58,9 @@ function fakeLoader(
       jobs.push(job);
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
-      return org.changes === undefined ? { kind: 'many changes', version: org.version, rooms: org.replacedRooms ?? [] } : { kind: 'changes', version: org.version, users: org.users, ...org.changes };
+      return org.changes === undefined
+        ? { kind: 'many changes', version: org.version, rooms: org.replacedRooms ?? [], editedRooms: [] }
+        : { kind: 'changes', version: org.version, users: org.users, editedRooms: [], ...org.changes };
     },
     snapshotOf: async (orgId, version, after) => {
       const copy = options.copies?.get(orgId);
@@ -285,6 +287,35 @@ describe('SearchIndexes', () => {
     assert.ok(indexes.members('acme', index, 'staff')?.has(11));
     assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'room', 'changes', 'room']);
     assert.ok(logged.includes('search index: updated with what changed'));
+  });
+
+  it('lays the memberships of changed users over the rooms edited member by member, without reading them again', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: () => undefined }, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    for (const room of ['board', 'staff']) indexes.members('acme', indexes.index('acme', 1)!, room);
+    await settled(indexes);
+    const changed = (seq: number, rooms: string[]): ChangedUser => ({
+      seq,
+      id: `u${seq}`,
+      searchKey: `\n\n${emailOf(seq)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+      rooms,
+    });
+    // Version 2: user 2 left the board, user 7 joined it, new user 11 joined it and the staff room.
+    directory.set('acme', { version: 2, users: 11, changes: { changed: [changed(2, []), changed(7, ['board']), changed(11, ['board', 'staff'])], rooms: [], editedRooms: ['board', 'staff'] } });
+    indexes.index('acme', 2);
+    await settled(indexes);
+    const index = indexes.index('acme', 2)!;
+    const members = (room: string) => [...Array(11).keys()].filter((user) => indexes.members('acme', index, room)?.has(user));
+    assert.deepEqual(members('board'), [3, 6, 10], 'seqs 4, 7 and 11');
+    assert.deepEqual(members('staff'), [3, 10], 'seq 4 as loaded (the fake loads seqs 2 and 4 for every room), seq 2 a member of none now, and 11');
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'room', 'changes'], 'no room read again');
   });
 
   it('reads an index whole again in the background once many changes are laid over it, answering meanwhile', async () => {

@@ -21,6 +21,9 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
     await sql`alter table ${sql.table(table)} add column created_at text not null default ${sql.lit(now)}`.execute(db);
     await sql`alter table ${sql.table(table)} add column updated_at text not null default ${sql.lit(now)}`.execute(db);
   }
+  // The version that last added or removed one member (the writer marks the user changed too): an
+  // index holding the room's members lays those users' memberships over them.
+  await sql`alter table rooms add column members_edited_in integer not null default 0`.execute(db);
   await sql`alter table users add column user_name ${text}`.execute(db);
   await sql`alter table users add column user_name_lower ${text}`.execute(db);
   await sql`alter table users add column external_id ${text}`.execute(db);
@@ -79,6 +82,7 @@ export async function down(db: Kysely<any>, dialect: DialectName): Promise<void>
     .addPrimaryKeyConstraint('user_tallies_pk', ['org_id', 'room_id', 'external', 'needs_invite'])
     .execute();
   await db.schema.dropIndex('room_members_by_user').execute();
+  await db.schema.alterTable('rooms').dropColumn('members_edited_in').execute();
   await db.schema.dropIndex('users_user_name_unique').execute();
   for (const column of ['external_id', 'user_name_lower', 'user_name']) await db.schema.alterTable('users').dropColumn(column).execute();
   for (const table of ['organizations', 'users', 'rooms']) {

@@ -177,6 +177,8 @@ interface Overlay {
   starts: Int32Array;
   /** The place in `changes` of a changed user's number. */
   byUser: Map<number, number>;
+  /** Each change's sort keys (as bytes) and where it goes in each base order: kept for the next update, which places only what is new. */
+  placements: Map<ChangedUser, Placement>;
   /** 1 for each held user whose base entry is passed over. */
   replaced: Uint8Array;
   /** Every user's kind (the base's, with the changes). */
@@ -186,6 +188,12 @@ interface Overlay {
   /** For each order: changed users, by their place (then in order), and the place in the base order each goes before. */
   inserts: Record<SortField, { before: Int32Array; users: Int32Array }>;
   bytes: number;
+}
+
+/** A change's sort keys as bytes, and, once found, the base place it goes before in each order (the base never changes). */
+interface Placement {
+  keys: Record<SortField | 'id', string>;
+  before: Partial<Record<SortField, number>>;
 }
 
 export class SearchIndex {
@@ -283,25 +291,32 @@ export class SearchIndex {
     for (const [k, change] of changes.entries()) kinds[numbers[k]!] = kindOf(change);
 
     const inserts = {} as Overlay['inserts'];
-    const sortKeys = changes.map((change) => ({
-      lastname: asBytes(change.sortKeys.lastname),
-      firstname: asBytes(change.sortKeys.firstname),
-      email: asBytes(change.sortKeys.email),
-      id: asBytes(change.id),
-    }));
+    // Changes laid over before keep their places (same object, same base): only new ones are searched for.
+    const previous = this.#overlay?.placements;
+    const placements = new Map<ChangedUser, Placement>();
+    for (const change of changes) {
+      placements.set(
+        change,
+        previous?.get(change) ?? {
+          keys: { lastname: asBytes(change.sortKeys.lastname), firstname: asBytes(change.sortKeys.firstname), email: asBytes(change.sortKeys.email), id: asBytes(change.id) },
+          before: {},
+        },
+      );
+    }
     for (const field of SORT_FIELDS) {
-      const placed = this.#placeInBase(field, sortKeys, numbers, replaced);
+      const placed = this.#placeInBase(field, changes, placements, numbers, replaced);
       if (placed === undefined) return undefined;
       inserts[field] = placed;
     }
-    // The changes themselves (objects of five short strings) and the map of users, about 200 bytes each.
-    const overlayBytes = starts[changes.length]! + starts.byteLength + numbers.byteLength + replaced.byteLength + kinds.byteLength + 8 * addedSeqs.length + 3 * 8 * changes.length + 200 * changes.length;
+    // The changes themselves (objects of five short strings), their placements and the map of users, about 400 bytes each.
+    const overlayBytes = starts[changes.length]! + starts.byteLength + numbers.byteLength + replaced.byteLength + kinds.byteLength + 8 * addedSeqs.length + 3 * 8 * changes.length + 400 * changes.length;
     return new SearchIndex(base, version, {
       changes,
       users: numbers,
       keys: keys.join(''),
       starts,
       byUser,
+      placements,
       replaced,
       kinds,
       addedSeqs: Float64Array.from(addedSeqs),
@@ -313,21 +328,26 @@ export class SearchIndex {
   /**
    * Where each change goes in the base order of `field`: before which base place, in order;
    * undefined if a tie with a user not `replaced` leaves it open (ties are ordered by an id the
-   * index does not hold), or a name holding the separator makes a base key unreadable.
+   * index does not hold), or a name holding the separator makes a base key unreadable. A change
+   * placed before keeps its place (more users replaced since only removes ties).
    */
   #placeInBase(
     field: SortField,
-    changes: readonly (Record<SortField, string> & { id: string })[],
+    changes: readonly ChangedUser[],
+    placements: ReadonlyMap<ChangedUser, Placement>,
     numbers: Int32Array,
     replaced: Uint8Array,
   ): { before: Int32Array; users: Int32Array } | undefined {
     const keyOrder = sortKeyOrder(field);
-    const placed = changes.map((change, k) => ({ user: numbers[k]!, key: keyOrder.map((key) => change[key]), id: change.id }));
-    placed.sort((a, b) => compareKeys(a.key, b.key) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const placed = changes.map((change, k) => {
+      const placement = placements.get(change)!;
+      return { user: numbers[k]!, key: keyOrder.map((key) => placement.keys[key]), id: placement.keys.id, placement };
+    });
+    const byKey = (a: (typeof placed)[number], b: (typeof placed)[number]) => compareKeys(a.key, b.key) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+    const fresh = placed.filter((change) => change.placement.before[field] === undefined).sort(byKey);
     const order = this.#base.orders[field];
-    const before = new Int32Array(placed.length);
     let low = 0;
-    for (const [k, change] of placed.entries()) {
+    for (const change of fresh) {
       // The first base place whose keys come after the change's, searched from the last one found:
       // in steps that double until one is past it (changes are usually close together), then halving.
       let high = low;
@@ -350,9 +370,10 @@ export class SearchIndex {
       for (let place = low; place < order.length && this.#compareBaseKeys(order[place]!, keyOrder, change.key) === 0; place++) {
         if (replaced[order[place]!] !== 1) return undefined;
       }
-      before[k] = low;
+      change.placement.before[field] = low;
     }
-    return { before, users: Int32Array.from(placed, (change) => change.user) };
+    placed.sort((a, b) => a.placement.before[field]! - b.placement.before[field]! || byKey(a, b));
+    return { before: Int32Array.from(placed, (change) => change.placement.before[field]!), users: Int32Array.from(placed, (change) => change.user) };
   }
 
   /** How a held user's keys (as the base holds them) compare with `key`, field by field in `keyOrder`; undefined if its search key does not split into three. */

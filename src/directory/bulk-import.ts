@@ -326,7 +326,7 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
   if (firstUsers) return notInFile;
   const known = new Set<string>();
   for (const batch of chunks(notInFile.map((index) => members[index]!), BATCH)) {
-    const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).execute();
+    const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).where('status', '<>', 'deleted').execute();
     for (const row of rows) known.add(row.id);
   }
   return notInFile.filter((index) => !known.has(members[index]!));

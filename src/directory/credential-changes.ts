@@ -7,15 +7,21 @@ import { auditEvent, type Actor } from './audit.ts';
 /**
  * Credential changes with their audit events (`credential.changed`), in one transaction. A
  * credential belongs to no organization: its event is listed under each organization its scope
- * names, before or after the change, so each organization's trail shows who gained or lost access
- * to it; a change involving the "*" scope (every organization) is recorded once, under none.
+ * names, before or after the change, saying whether that organization's access was granted, kept
+ * or revoked (never which other organizations the credential covers); a change involving the "*"
+ * scope (every organization) is recorded once, under none.
  */
 
 function eventsFor(username: string, before: CredentialScope | undefined, after: CredentialScope | undefined, actor: Actor, at: string) {
-  const details = { username, change: after === undefined ? 'revoked' : before === undefined ? 'created' : 'changed', organizations: after ?? null };
-  const scopes = [before, after].filter((scope) => scope !== undefined);
-  const orgIds: (string | null)[] = scopes.some((scope) => scope === '*') ? [null] : [...new Set(scopes.flatMap((scope) => [...scope]))];
-  return orgIds.map((orgId) => auditEvent(orgId, actor, at, 'credential.changed', { type: 'credential', id: username }, details));
+  const change = after === undefined ? 'revoked' : before === undefined ? 'created' : 'changed';
+  const target = { type: 'credential', id: username };
+  if (before === '*' || after === '*') return [auditEvent(null, actor, at, 'credential.changed', target, { username, change })];
+  const had = new Set(before ?? []);
+  const has = new Set(after ?? []);
+  // Each organization learns only what changed for itself, never which others the credential covers.
+  return [...new Set([...had, ...has])].map((orgId) =>
+    auditEvent(orgId, actor, at, 'credential.changed', target, { username, change, access: !has.has(orgId) ? 'revoked' : had.has(orgId) ? 'kept' : 'granted' }),
+  );
 }
 
 /** Creates or changes a credential, inside the caller's transaction. */

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../db/tables.ts';
-import { Collector, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
+import { Collector, idAt, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
 import { searchTerms } from '../domain/fold.ts';
 import { toPage as pageFor, type Page } from '../domain/paging.ts';
 import { sortKeyOrder, type SortDirection, type SortField, type UserStatus } from '../domain/signatory-rules.ts';
@@ -133,7 +133,9 @@ function userWrite(body: Json, id: string): UserWrite {
   const userName = optionalText(body, 'userName', problems);
   const externalId = optionalText(body, 'externalId', problems);
   if (user === undefined || problems.problems.length > 0) throw invalid(problems.problems);
-  return { id: user.id, firstname: user.firstname, lastname: user.lastname, email: user.email, external: user.external, status: user.status, userName, externalId };
+  // A userName that is the user's own email reads the same unset, and then follows the email.
+  const ownEmail = userName !== null && userName.toLowerCase() === user.email.toLowerCase();
+  return { id: user.id, firstname: user.firstname, lastname: user.lastname, email: user.email, external: user.external, status: user.status, userName: ownEmail ? null : userName, externalId };
 }
 
 function optionalText(body: Json, key: string, problems: Collector): string | null {
@@ -279,6 +281,9 @@ export class DirectoryService {
 
   async createRoom(orgId: string, body: Json, actor: Actor): Promise<Tagged<RoomBody>> {
     const id = typeof body['id'] === 'string' ? body['id'] : randomUUID();
+    const problems = new Collector();
+    idAt({ id }, '', 'room', problems);
+    if (problems.problems.length > 0) throw invalid(problems.problems);
     const name = roomName(body, id);
     return changeDirectory(this.#db, orgId, actor, async (change) => {
       await change.createRoom({ id, name });

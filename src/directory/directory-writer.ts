@@ -5,7 +5,7 @@ import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
-import { findEmailOwner, findUserNameOwner, findUserRow, isMember, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
+import { findEmailOwner, findUserNameOwner, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
 import { insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
 import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
 import { userRow, type UserFields } from './directory-rows.ts';
@@ -65,17 +65,16 @@ export class DirectoryChange {
     await insertAuditEvents(this.trx, this.#events);
   }
 
-  /** 409 unless the email and userName are free in the organization (but for `userId`'s own). */
+  /** 409 unless the email, and the userName the user reads as (its email while it has none), are free in the organization (but for `userId`'s own). */
   async #assertUnique(user: UserWrite, userId: string): Promise<void> {
     const emailOwner = await findEmailOwner(this.trx, this.orgId, user.email.toLowerCase());
     if (emailOwner !== undefined && emailOwner !== userId) {
       throw new ProblemError('email-taken', `The email "${user.email}" already belongs to another user of organization "${this.orgId}".`);
     }
-    if (user.userName !== null) {
-      const nameOwner = await findUserNameOwner(this.trx, this.orgId, user.userName.toLowerCase());
-      if (nameOwner !== undefined && nameOwner !== userId) {
-        throw new ProblemError('user-name-taken', `The userName "${user.userName}" already belongs to another user of organization "${this.orgId}".`);
-      }
+    const userName = user.userName ?? user.email;
+    const nameOwner = await findUserNameOwner(this.trx, this.orgId, userName.toLowerCase());
+    if (nameOwner !== undefined && nameOwner !== userId) {
+      throw new ProblemError('user-name-taken', `The userName "${userName}" already belongs to another user of organization "${this.orgId}".`);
     }
   }
 
@@ -177,6 +176,8 @@ export class DirectoryChange {
 
   /** Deletes a room and its member list; 409 `room-has-documents` while it holds documents. */
   async deleteRoom(roomId: string): Promise<void> {
+    // An upload committing meanwhile would otherwise slip its document past the check.
+    await lockRoom(this.trx, this.orgId, roomId);
     if (await roomHasDocuments(this.trx, this.orgId, roomId)) {
       throw new ProblemError('room-has-documents', `Signing room "${roomId}" holds documents: delete them first (they are evidence).`);
     }

@@ -93,6 +93,10 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     '/organizations',
     {
       ...write,
+      // Scope before parameters (contract section 5): 403 before the body is validated.
+      preValidation: async (request) => {
+        if (request.credentialScope !== '*') throw new ProblemError('forbidden', 'Only a credential covering all organizations ("*") may create organizations.');
+      },
       schema: {
         operationId: 'createOrganization',
         tags: ['directory'],
@@ -102,7 +106,6 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
       },
     },
     async (request, reply) => {
-      if (request.credentialScope !== '*') throw new ProblemError('forbidden', 'Only a credential covering all organizations ("*") may create organizations.');
       const created = await directory.createOrganization(request.body, actorOf(request));
       return send(reply, created, 201, at(created.body.id));
     },

@@ -89,10 +89,21 @@ export async function findEmailOwner(db: Kysely<Database>, orgId: string, emailL
   return row?.id;
 }
 
-/** The id of a user whose userName is this one ignoring case, if any. */
+/** The id of a user who reads as this userName ignoring case (its own, or its email while it has none), if any. */
 export async function findUserNameOwner(db: Kysely<Database>, orgId: string, userNameLower: string): Promise<string | undefined> {
-  const row = await db.selectFrom('users').select('id').where('org_id', '=', orgId).where('user_name_lower', '=', userNameLower).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('org_id', '=', orgId)
+    // Spelled as the unique index's expression, which the databases must see to use it.
+    .where(sql`coalesce(user_name_lower, email_lower)`, '=', userNameLower)
+    .executeTakeFirst();
   return row?.id;
+}
+
+/** Locks the room's row for the rest of the transaction (PostgreSQL; SQLite has one writer): an upload inserting a document into it waits, or is waited for. */
+export async function lockRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<void> {
+  if (dialectOf(db) === 'postgres') await db.selectFrom('rooms').select('id').where('org_id', '=', orgId).where('id', '=', roomId).forUpdate().execute();
 }
 
 /** The users route's query (contract section 8): terms as in the lookup, an optional status, the sort of the lookup. */

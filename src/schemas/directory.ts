@@ -56,7 +56,11 @@ export const OrganizationPatch = Type.Object(
   {
     id: Type.Optional(Type.String({ description: 'Read-only: must be the organization id if sent' })),
     name: Type.Optional(Type.Union([Name, Type.Null()])),
-    settings: Type.Optional(Type.Object({ externalSignatories: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])) }, { additionalProperties: false })),
+    settings: Type.Optional(
+      Type.Union([Type.Object({ externalSignatories: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])) }, { additionalProperties: false }), Type.Null()], {
+        description: 'null (or a null member) resets the settings to their defaults',
+      }),
+    ),
     createdAt: ReadOnlyInstant,
     updatedAt: ReadOnlyInstant,
   },

@@ -59,8 +59,21 @@ describe('bin/signroom user and room commands', () => {
     ]);
   });
 
+  it('refuses an import naming a deleted user as a member', async () => {
+    assert.equal((await runCli(['user', 'add', 'acme', '--id', 'gone1', '--email', 'gone1@acme.example'], env())).code, 0);
+    assert.equal((await runCli(['user', 'delete', 'acme', 'gone1'], env())).code, 0);
+    const file = path.join(workspace.dataDir, 'members.json');
+    writeFileSync(file, JSON.stringify({ organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'board', members: ['u1', 'gone1'] }] }] }));
+    const imported = await runCli(['import', file], env());
+    assert.equal(imported.code, 1);
+    assert.match(imported.stderr, /members\[1\]: unknown user id "gone1"/);
+  });
+
   it('refuses bad input with the API\'s problem, exit 1, and changes nothing', async () => {
     const before = (await events()).length;
+    const badRoom = await runCli(['room', 'add', 'acme', 'a b/c'], env());
+    assert.equal(badRoom.code, 1);
+    assert.match(badRoom.stderr, /invalid-parameter/);
     const bad = await runCli(['user', 'add', 'acme', '--id', 'bad id', '--email', 'nope'], env());
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /invalid-parameter/);
@@ -80,12 +93,18 @@ describe('bin/signroom user and room commands', () => {
     assert.equal((await runCli(['credential', 'set', 'carol', 'acme,other'], { ...env(), SIGNROOM_PASSWORD: 'carol-secret' })).code, 0);
     assert.equal((await runCli(['credential', 'revoke', 'carol', '--as', 'ops-bob'], env())).code, 0);
     assert.equal((await runCli(['credential', 'revoke', 'carol'], env())).code, 1);
-    const recorded = (await events()).slice(before).map((event) => [event.action, event.actor, event.target_id, event.org_id, (JSON.parse(event.details) as { change: string }).change]);
+    assert.equal((await runCli(['credential', 'set', 'dave', 'acme'], { ...env(), SIGNROOM_PASSWORD: 'dave-secret' })).code, 0);
+    assert.equal((await runCli(['credential', 'set', 'dave', 'other'], { ...env(), SIGNROOM_PASSWORD: 'dave-secret' })).code, 0);
+    const recorded = (await events()).slice(before).map((event) => [event.actor, event.target_id, event.org_id, event.details]);
     assert.deepEqual(recorded, [
-      ['credential.changed', 'cli', 'carol', 'acme', 'created'],
-      ['credential.changed', 'cli', 'carol', 'other', 'created'],
-      ['credential.changed', 'ops-bob', 'carol', 'acme', 'revoked'],
-      ['credential.changed', 'ops-bob', 'carol', 'other', 'revoked'],
+      ['cli', 'carol', 'acme', '{"username":"carol","change":"created","access":"granted"}'],
+      ['cli', 'carol', 'other', '{"username":"carol","change":"created","access":"granted"}'],
+      ['ops-bob', 'carol', 'acme', '{"username":"carol","change":"revoked","access":"revoked"}'],
+      ['ops-bob', 'carol', 'other', '{"username":"carol","change":"revoked","access":"revoked"}'],
+      ['cli', 'dave', 'acme', '{"username":"dave","change":"created","access":"granted"}'],
+      // Each organization's trail says what changed for it, and names no other organization.
+      ['cli', 'dave', 'acme', '{"username":"dave","change":"changed","access":"revoked"}'],
+      ['cli', 'dave', 'other', '{"username":"dave","change":"changed","access":"granted"}'],
     ]);
   });
 });

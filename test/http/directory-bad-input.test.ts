@@ -110,6 +110,15 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     await refused('PATCH', `${API}/acme/users/u2`, JSON.stringify({ userName: 'anna.m' }), 409, 'user-name-taken');
   });
 
+  it('refuses a userName another user reads as, its email while it has none, and an email another user has as userName', async () => {
+    await refused('PATCH', `${API}/acme/users/u2`, JSON.stringify({ userName: 'ZOE@acme.example' }), 409, 'user-name-taken');
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, email: 'anna.m@acme.example', userName: 'anna.m' }), 409, 'user-name-taken');
+  });
+
+  it('answers an organization create by a credential not covering all organizations with 403, before looking at the body', async () => {
+    await refused('POST', API, JSON.stringify({ id: 'not valid!' }), 403, 'forbidden');
+  });
+
   it('refuses ids that exist already', async () => {
     await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, id: 'u1' }), 409, 'user-exists');
     await refused('POST', `${API}/acme/rooms`, JSON.stringify({ id: 'board', name: 'Again' }), 409, 'room-exists');

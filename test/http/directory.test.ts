@@ -122,10 +122,27 @@ describe('directory management API', () => {
     assert.deepEqual(listed.content.map((o: { id: string }) => o.id), ['acme']);
   });
 
+  it('resets the settings to their defaults with a null merge patch', async () => {
+    const patched = await call('PATCH', API + '/acme', { settings: null }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.deepEqual(patched.json().settings, { externalSignatories: false });
+    assert.equal((await call('PATCH', API + '/acme', { settings: { externalSignatories: true } })).json().settings.externalSignatories, true);
+  });
+
+  it('stores a userName equal to the email as unset: it follows the email', async () => {
+    const created = await call('POST', `${API}/acme/users`, { id: 'un1', email: 'un1@acme.example', userName: 'UN1@acme.example' });
+    assert.equal(created.json().userName, 'un1@acme.example');
+    const moved = await call('PATCH', `${API}/acme/users/un1`, { email: 'un1.new@acme.example' });
+    assert.equal(moved.json().userName, 'un1.new@acme.example');
+    const named = await call('PATCH', `${API}/acme/users/un1`, { userName: 'un-one' });
+    assert.equal(named.json().userName, 'un-one');
+    assert.equal((await call('PATCH', `${API}/acme/users/un1`, { lastname: 'One' })).json().userName, 'un-one', 'a patch that does not name it keeps it');
+  });
+
   it('records one audit event per change, newest first', async () => {
     const events = (await call('GET', `${API}/acme/audit-events?size=100`)).json();
     const actions = events.content.map((e: { action: string }) => e.action);
-    assert.equal(actions[0], 'room.deleted');
+    assert.ok(actions.indexOf('room.deleted') < actions.indexOf('room.created'));
     assert.ok(actions.includes('user.created'));
     assert.ok(actions.includes('room.member.added'));
     assert.equal(events.content[0].actor, 'acme-admin');

@@ -27,7 +27,8 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   await sql`alter table users add column user_name ${text}`.execute(db);
   await sql`alter table users add column user_name_lower ${text}`.execute(db);
   await sql`alter table users add column external_id ${text}`.execute(db);
-  await db.schema.createIndex('users_user_name_unique').unique().on('users').columns(['org_id', 'user_name_lower']).execute();
+  // A userName reads as the email while unset: what must be unique is the one a user reads as.
+  await sql`create unique index users_user_name_unique on users (org_id, coalesce(user_name_lower, email_lower))`.execute(db);
   // The rooms of one user: a change to the user moves its kind in each room's tallies, a deletion
   // leaves every room (the primary key leads with the room: it found them by reading every member).
   await db.schema.createIndex('room_members_by_user').on('room_members').columns(['org_id', 'user_id', 'room_id']).execute();

@@ -101,7 +101,12 @@ export class DirectoryChange {
   async updateUser(existing: UserRecord, user: UserWrite, details: object = {}): Promise<UserRecord> {
     await this.#assertUnique(user, existing.id);
     const next = userRow(this.orgId, { ...user, id: existing.id }, this.version, this.at);
+    // What a lookup shows or tests: the in-memory index lays the user over what it holds, and an
+    // answer cached before is carried across this version only if the user cannot be in it.
     const indexedSame =
+      next.firstname === existing.firstname &&
+      next.lastname === existing.lastname &&
+      next.email === existing.email &&
       next.search_key === existing.search_key &&
       next.firstname_key === existing.firstname_key &&
       next.lastname_key === existing.lastname_key &&

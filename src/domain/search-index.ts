@@ -237,6 +237,15 @@ export class SearchIndex {
     return added < 0 ? -1 : this.#base.seqs.length + added;
   }
 
+  /** What a lookup tests of a held user: its search key (as bytes) and kind. */
+  stateOf(user: number): UserState {
+    const overlay = this.#overlay;
+    const change = overlay?.byUser.get(user);
+    const kind = (overlay?.kinds ?? this.#base.kinds)[user]!;
+    if (change !== undefined) return { key: overlay!.keys.slice(overlay!.starts[change]!, overlay!.starts[change + 1]! - 1), kind };
+    return { key: this.#base.keys.slice(this.#base.starts[user]!, this.#base.starts[user + 1]! - 1), kind };
+  }
+
   #seqOf(user: number): number {
     const held = this.#base.seqs.length;
     return user < held ? this.#base.seqs[user]! : this.#overlay!.addedSeqs[user - held]!;
@@ -574,6 +583,29 @@ function placeOf(seqs: Float64Array, seq: number): number {
     else high = middle - 1;
   }
   return -1;
+}
+
+/** A user as a lookup tests it: the search key (UTF-8 bytes, one character each) and the kind bits. */
+export interface UserState {
+  key: string;
+  kind: number;
+}
+
+/** The state of a changed user as the database holds it now. */
+export function stateOfChange(user: IndexedUser): UserState {
+  return { key: asBytes(user.searchKey), kind: kindOf(user) };
+}
+
+/**
+ * Whether a user in this state can be in the answer of a lookup (terms, filter): every term in
+ * its key, and its kind accepted as a member of the room or as a non-member (its membership is
+ * not looked at, so this errs towards yes). A change whose old and new states both answer no
+ * leaves every page and count of that lookup as it was.
+ */
+export function mayMatch(state: UserState, terms: readonly string[], includeExternal: boolean, filter: SignatoryFilter): boolean {
+  const accepted = acceptedKinds(includeExternal, filter);
+  if (accepted[state.kind] !== 1 && accepted[state.kind | ROOM_MEMBER] !== 1) return false;
+  return terms.every((term) => containsIn(state.key, 0, state.key.length, asBytes(term)));
 }
 
 /** For each of the 16 kinds (external, needs invite, room member, not a candidate), 1 if such a user is a candidate under the filter. */

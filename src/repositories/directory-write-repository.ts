@@ -101,12 +101,16 @@ const USER_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof UserRow)[];
 
-/** What the in-memory search index holds of a user: a re-import that leaves these as they are leaves `changed_in` too. */
-const INDEXED_COLUMNS = ['search_key', 'firstname_key', 'lastname_key', 'email_key', 'external', 'needs_invite', 'status'] as const satisfies readonly (keyof UserRow)[];
+/**
+ * What a lookup shows or tests of a user (the in-memory index holds the keys and kind; an answer
+ * carried across versions needs the names too): a re-import that leaves these as they are leaves
+ * `changed_in` too.
+ */
+const INDEXED_COLUMNS = ['search_key', 'firstname_key', 'lastname_key', 'email_key', 'external', 'needs_invite', 'status', 'firstname', 'lastname', 'email'] as const satisfies readonly (keyof UserRow)[];
 
 /** `changed_in` of an upsert: the new version only if something the index holds differs (the stored one otherwise). */
 const changedIn = sql`case when ${sql.join(
-  INDEXED_COLUMNS.map((column) => sql`users.${sql.id(column)} = excluded.${sql.id(column)}`),
+  INDEXED_COLUMNS.map((column) => sql`users.${sql.id(column)} is not distinct from excluded.${sql.id(column)}`),
   sql` and `,
 )} then users.changed_in else excluded.changed_in end`;
 

@@ -1,4 +1,5 @@
-import { bytesOfParts, SearchIndex, warmUp, type RoomMembers, type SearchIndexParts } from '../domain/search-index.ts';
+import { bytesOfParts, mayMatch, SearchIndex, stateOfChange, warmUp, type RoomMembers, type SearchIndexParts, type UserState } from '../domain/search-index.ts';
+import type { SignatoryFilter } from '../domain/signatory-rules.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import type { SearchIndexPolicy } from '../config.ts';
@@ -61,6 +62,27 @@ const REMEMBERED = 10_000;
 interface Ready {
   index: SearchIndex;
   rooms: Map<string, RoomMembers>;
+  /** The updates laid over the index since it was read, oldest first (at most LOGGED_CHANGES users in all). */
+  log?: readonly LoggedUpdate[];
+}
+
+/** One update of a held index: from one version to the next, the users it changed (before and after), and the rooms whose member lists were replaced. */
+interface LoggedUpdate {
+  from: number;
+  to: number;
+  changes: readonly { before: UserState | undefined; after: UserState }[];
+  replacedRooms: ReadonlySet<string>;
+}
+
+/** Changed users kept in the log of each index: enough to carry answers across a few seconds of steady writes. */
+const LOGGED_CHANGES = 4_096;
+
+/** What a lookup asks of an organization, for carrying a cached answer across versions (see unchangedFor). */
+export interface LookupQuery {
+  roomId: string;
+  terms: readonly string[];
+  includeExternal: boolean;
+  filter: SignatoryFilter;
 }
 
 /** Rooms' members of an index held, known to be unchanged up to directory version `upTo`. */
@@ -120,6 +142,17 @@ function bytesOfRooms(rooms: ReadonlyMap<string, RoomMembers>): number {
 /** The same rooms' members among `users` users (users added since come last, and are members of none of them). */
 function roomsExtendedTo(rooms: ReadonlyMap<string, RoomMembers>, users: number): Map<string, RoomMembers> {
   return new Map([...rooms].map(([roomId, members]) => [roomId, members.extendedTo(users)]));
+}
+
+/** The log with one more update, its oldest updates left out beyond LOGGED_CHANGES changed users. */
+function logWith(log: readonly LoggedUpdate[], update: LoggedUpdate): LoggedUpdate[] {
+  const kept = [...log, update];
+  let changes = 0;
+  for (let k = kept.length - 1; k >= 0; k--) {
+    changes += kept[k]!.changes.length;
+    if (changes > LOGGED_CHANGES) return kept.slice(k + 1);
+  }
+  return kept;
 }
 
 /** Sets `key` (as the newest entry), forgetting the oldest entries beyond REMEMBERED. */
@@ -223,6 +256,30 @@ export class SearchIndexes {
     const members = ready.rooms.get(roomId);
     if (members === undefined) this.#enqueue({ kind: 'room', orgId, roomId, version: index.version });
     return members;
+  }
+
+  /**
+   * Whether no change between directory versions `from` and `to` can touch the answer of this
+   * lookup: the organization's index is held at `to`, its log covers every update since `from`,
+   * no room of the lookup had its member list replaced, and no changed user may match it before
+   * or after. A cached answer of version `from` is then the answer at `to` (read your writes holds:
+   * what changed since is known and misses the lookup).
+   */
+  unchangedFor(orgId: string, from: number, to: number, query: LookupQuery): boolean {
+    const ready = this.#ready.get(orgId);
+    if (ready?.index.version !== to || ready.log === undefined) return false;
+    let at = to;
+    for (let k = ready.log.length - 1; k >= 0 && at > from; k--) {
+      const update = ready.log[k]!;
+      if (update.to !== at || update.from < from) return false;
+      if (update.replacedRooms.has(query.roomId)) return false;
+      for (const { before, after } of update.changes) {
+        if (mayMatch(after, query.terms, query.includeExternal, query.filter)) return false;
+        if (before !== undefined && mayMatch(before, query.terms, query.includeExternal, query.filter)) return false;
+      }
+      at = update.from;
+    }
+    return at === from;
   }
 
   /** Indexes held, and loads waiting or running: for /readyz. */
@@ -492,12 +549,21 @@ export class SearchIndexes {
       // Each changed user is a member or not, as it is now: the members who came or went among them.
       rooms.set(roomId, members.withMembers(result.changed.map((user) => [index.userOf(user.seq), user.rooms?.includes(roomId) === true] as const)));
     }
+    const update: LoggedUpdate = {
+      from: held.index.version,
+      to: result.version,
+      changes: result.changed.map((user) => {
+        const was = held.index.userOf(user.seq);
+        return { before: was < 0 ? undefined : held.index.stateOf(was), after: stateOfChange(user) };
+      }),
+      replacedRooms: replaced,
+    };
     this.#ready.delete(orgId);
     if (!this.#makeRoom(bytesHeld({ index, rooms }), orgId)) {
       remember(this.#skipped, orgId, result.version);
       return true;
     }
-    this.#hold(orgId, { index, rooms });
+    this.#hold(orgId, { index, rooms, log: logWith(held.log ?? [], update) });
     this.#log.info(
       { organization: orgId, users: index.users, version: index.version, changed: result.changed.length, changedSinceRead: index.changesLaidOver, ms: Math.round(performance.now() - started) },
       'search index: updated with what changed',

@@ -201,7 +201,13 @@ export class SearchIndexes {
   /** The worker taking jobs from the queue, and the job it runs now. */
   #running: Promise<void> | undefined;
   #working: Job | undefined;
-  #current: RunningLoad | undefined;
+  /** The loading processes running: the queue's, and a whole read in the background. */
+  readonly #current = new Set<RunningLoad>();
+  /**
+   * A whole read of an index with many changes laid over it, run beside the queue: updates of
+   * that index (and everything else) go on meanwhile, so lookups keep the index under steady writes.
+   */
+  #background: Promise<void> | undefined;
   #closed = false;
 
   readonly #reads: DirectoryReads;
@@ -302,7 +308,7 @@ export class SearchIndexes {
     const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)));
     const listed = this.#queueLargest().catch((error: unknown) => this.#log.warn({ err: error }, 'search index: could not list the organizations to load'));
     await Promise.race([listed, timedOut]);
-    while (this.#working !== undefined && this.#current === undefined && performance.now() - started < withinMs) {
+    while (this.#working !== undefined && this.#current.size === 0 && performance.now() - started < withinMs) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     clearTimeout(timer);
@@ -376,8 +382,9 @@ export class SearchIndexes {
     this.#closed = true;
     clearInterval(this.#watch);
     this.#queue.length = 0;
-    await this.#current?.cancel();
+    await Promise.all([...this.#current].map((load) => load.cancel()));
     await this.#running;
+    await this.#background;
     for (const done of this.#done.values()) done.resolve();
   }
 
@@ -405,25 +412,35 @@ export class SearchIndexes {
       }
       this.#working = job;
       const started = performance.now();
-      try {
-        if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, job.whole === true);
-        else await this.#loadRoom(job.orgId, job.roomId, job.version);
-      } catch (error) {
-        if (this.#closed) return;
-        remember(this.#failedAt, job.orgId, Date.now());
-        this.#log.warn({ err: error, organization: job.orgId }, 'search index: load failed; lookups use the database meanwhile');
-      } finally {
-        this.#queued.delete(jobKey(job));
-        this.#done.get(jobKey(job))?.resolve();
-        this.#done.delete(jobKey(job));
+      if (job.kind === 'organization' && job.whole === true && this.#background === undefined) {
+        // Read whole beside the queue: the index held answers, and takes updates, meanwhile.
+        this.#background = this.#runJob(job, started).finally(() => (this.#background = undefined));
+        continue;
       }
+      await this.#runJob(job, started);
+    }
+  }
+
+  /** Runs one job to its end; a failure is logged, and the organization not tried again for a while. */
+  async #runJob(job: Job, started: number): Promise<void> {
+    try {
+      if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, job.whole === true);
+      else await this.#loadRoom(job.orgId, job.roomId, job.version);
+    } catch (error) {
+      if (this.#closed) return;
+      remember(this.#failedAt, job.orgId, Date.now());
+      this.#log.warn({ err: error, organization: job.orgId }, 'search index: load failed; lookups use the database meanwhile');
+    } finally {
+      this.#queued.delete(jobKey(job));
+      this.#done.get(jobKey(job))?.resolve();
+      this.#done.delete(jobKey(job));
     }
   }
 
   /** Runs one load, to its end, until closing, or until it has run too long (it is then stopped, and rejects). */
   async #run(job: LoadJob): Promise<LoadResult> {
     const running = this.#load(job);
-    this.#current = running;
+    this.#current.add(running);
     const timeoutMs = this.#policy.loadTimeoutMs ?? LOAD_TIMEOUT_MS;
     let timer: NodeJS.Timeout | undefined;
     let stopped: Promise<void> | undefined;
@@ -442,7 +459,7 @@ export class SearchIndexes {
       throw await timedOut.catch((timeout: unknown) => timeout);
     } finally {
       clearTimeout(timer);
-      this.#current = undefined;
+      this.#current.delete(running);
     }
   }
 
@@ -507,6 +524,13 @@ export class SearchIndexes {
       },
       'search index: loaded',
     );
+    // Read whole in the background while updates went on: what changed since the read is laid over
+    // it at once, so it does not answer behind the index it replaced.
+    if (whole && !this.#closed) {
+      const read = this.#ready.get(orgId);
+      if (read !== undefined) await this.#update(orgId, read, started);
+      return;
+    }
     // A copy of an earlier version takes in what changed since, as any held index does; with too
     // many changes, the index is read whole after all.
     if (result.fromSnapshot === true && index.version < size.version) {

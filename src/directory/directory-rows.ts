@@ -1,16 +1,7 @@
 import { foldedKeys } from '../domain/fold.ts';
-import { needsInvitation, type UserStatus } from '../domain/signatory-rules.ts';
+import type { UserFields } from '../domain/directory-entities.ts';
+import { needsInvitation } from '../domain/signatory-rules.ts';
 import type { UserRow } from '../repositories/directory-write-repository.ts';
-
-/** A user's fields as the directory keeps them (the import file's and the API's alike). */
-export interface UserFields {
-  id: string;
-  firstname: string | null;
-  lastname: string | null;
-  email: string;
-  external: boolean;
-  status: UserStatus;
-}
 
 /**
  * A user as the users table stores it: with its folded keys (src/domain/fold.ts), whether a

@@ -8,7 +8,8 @@ import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findEmailOwner, findUserNameOwner, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
 import { insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
 import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
-import { userRow, type UserFields } from './directory-rows.ts';
+import type { UserFields } from '../domain/directory-entities.ts';
+import { userRow } from './directory-rows.ts';
 
 /**
  * The one directory writer: every change to an organization's users, rooms, members and settings,

@@ -19,13 +19,18 @@ export interface ImportProblem {
   message: string;
 }
 
-export interface UserImport {
+/** A user's fields as the directory keeps them (the import file's and the API's alike). */
+export interface UserFields {
   id: string;
   firstname: string | null;
   lastname: string | null;
   email: string;
   external: boolean;
   status: UserStatus;
+}
+
+/** A user of the import file, with where it stands in the file. */
+export interface UserImport extends UserFields {
   path: string;
 }
 

@@ -93,7 +93,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   app.removeContentTypeParser('text/plain');
   installProblemHandlers(app);
   const addMethodNotAllowed = watchAllowedMethods(app, DOCS_PREFIX);
-  await registerOpenApi(app, VERSION);
+  await registerOpenApi(app, VERSION, config.publicBaseUrl);
 
   // Both keep what they read between requests while the database reports no commit by another connection.
   const lookup = new SignatoryLookup(database.db, config.maxPageSize, { changes: database.changes, indexes: searchIndexes });

@@ -22,6 +22,8 @@ export interface Config {
   readonly searchCopiesDir: string;
   readonly maxDocumentBytes: number;
   readonly thumbnailWidth: number;
+  /** Where clients reach the API (behind a proxy, say): the OpenAPI document's `servers` entry; `/` by default. */
+  readonly publicBaseUrl: string;
   readonly logLevel: string;
   readonly login: LoginPolicy;
   readonly render: RenderBudget;
@@ -98,6 +100,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     }),
     maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),
+    publicBaseUrl: publicBaseUrl(env),
     logLevel: oneOf(env, 'SIGNROOM_LOG_LEVEL', 'info', LOG_LEVELS),
     login: Object.freeze({
       maxFailures: integer(env, 'SIGNROOM_LOGIN_MAX_FAILURES', 5, 1, 1000),
@@ -142,6 +145,19 @@ function oneOf(env: Env, name: string, fallback: string, allowed: readonly strin
   if (value === undefined) return fallback;
   if (!allowed.includes(value)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${value}"`);
   return value;
+}
+
+function publicBaseUrl(env: Env): string {
+  const value = raw(env, 'SIGNROOM_PUBLIC_BASE_URL');
+  if (value === undefined) return '/';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('SIGNROOM_PUBLIC_BASE_URL', `is not a valid URL (expected https://host[:port][/path]), got "${value}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('SIGNROOM_PUBLIC_BASE_URL', `must start with http:// or https:// (got ${url.protocol}//)`);
+  return value.replace(/\/+$/, '');
 }
 
 function databaseUrl(env: Env): string | undefined {

@@ -38,6 +38,9 @@ export interface DirectoryRouteOptions {
   apiPrefix: string;
 }
 
+/** What a PATCH body may be (RFC 7396 says application/merge-patch+json; plain JSON is taken too). */
+const MERGE_PATCH_TYPES = ['application/merge-patch+json', 'application/json'];
+
 /** Bodies of the management routes: a few fields each. */
 const BODY_LIMIT = 64 * 1024;
 
@@ -131,6 +134,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
       ...write,
       schema: {
         operationId: 'patchOrganization',
+        consumes: MERGE_PATCH_TYPES,
         tags: ['directory'],
         summary: "Change an organization's name or settings (JSON merge patch)",
         params: OrganizationPathParams,
@@ -218,6 +222,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
       ...write,
       schema: {
         operationId: 'patchUser',
+        consumes: MERGE_PATCH_TYPES,
         tags: ['directory'],
         summary: 'Change a user (JSON merge patch); status "suspended" deactivates it',
         params: UserPathParams,
@@ -329,6 +334,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
       ...write,
       schema: {
         operationId: 'patchRoom',
+        consumes: MERGE_PATCH_TYPES,
         tags: ['directory'],
         summary: 'Change a signing room (JSON merge patch)',
         params: RoomPathParams,

@@ -7,22 +7,26 @@ export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const DOCS_PREFIX = '/docs';
 
 /** Collects the route schemas into an OpenAPI 3.1 document. Register before any route. */
-export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, version: string, publicBaseUrl: string): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'signroom administration API',
         version,
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description:
-          'Signing-room administration: signatory lookup and documents. Every error is RFC 9457 problem details ' +
-          '(application/problem+json) with a stable `code`.',
+          'Signing-room administration: signatory lookup, documents, the directory and its audit trail. Every error ' +
+          'is RFC 9457 problem details (application/problem+json) with a stable `code`.',
       },
+      servers: [{ url: publicBaseUrl, description: 'This server (SIGNROOM_PUBLIC_BASE_URL, or the host it is reached at)' }],
       components: { securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' } } },
       security: [{ basicAuth: [] }],
       tags: [
         { name: 'signatories', description: 'Who can be chosen for a signing room' },
         { name: 'documents', description: 'Documents of a signing room' },
+        { name: 'directory', description: 'Organizations, users, signing rooms and their members, one change at a time' },
+        { name: 'audit', description: 'The audit trail of an organization' },
         { name: 'operations', description: 'Health and API description (no authentication)' },
       ],
     },

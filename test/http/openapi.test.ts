@@ -16,6 +16,7 @@ interface ResponseObject {
 }
 interface Operation {
   parameters?: { in: string; name: string; required?: boolean }[];
+  requestBody?: { content: Record<string, unknown> };
   responses: Record<string, ResponseObject>;
 }
 
@@ -37,6 +38,20 @@ describe('OpenAPI document and docs', () => {
     return found;
   };
   const statuses = (op: Operation) => Object.keys(op.responses).sort();
+
+  it('names the server (contract section 7) and a license', () => {
+    assert.deepEqual(doc['servers'].map((server: { url: string }) => server.url), ['/']);
+    assert.equal(doc['info'].license.identifier, 'Apache-2.0');
+  });
+
+  it('describes the directory routes with ETag, If-Match and every status their handlers send', () => {
+    const user = '/admin/api/v3/organizations/{organizationId}/users/{userId}';
+    assert.deepEqual(statuses(operation(user, 'patch')), ['200', '400', '401', '403', '404', '409', '412', '413', '415', '429', '500', '503']);
+    assert.ok(operation(user, 'patch').parameters?.some((parameter: { name: string; in: string }) => parameter.name === 'if-match' && parameter.in === 'header'));
+    assert.ok(operation(user, 'get').responses['200']!.headers?.['ETag']);
+    assert.ok(operation('/admin/api/v3/organizations/{organizationId}/users', 'post').responses['201']!.headers?.['Location']);
+    assert.deepEqual(Object.keys(operation(user, 'patch').requestBody!.content).sort(), ['application/json', 'application/merge-patch+json']);
+  });
 
   it('describes the lookup with every parameter and response', async () => {
     const response = await t.app.inject({ url: '/admin/api/v3/openapi.json' });

@@ -98,7 +98,7 @@ export class DirectoryChange {
     return (await findUserRow(this.trx, this.orgId, user.id))!;
   }
 
-  /** Replaces a stored user's fields; `changed_in` moves only if what the search index holds changed. */
+  /** Replaces a stored user's fields; `changed_in` moves only if what a lookup shows or tests of it changed. */
   async updateUser(existing: UserRecord, user: UserWrite, details: object = {}): Promise<UserRecord> {
     await this.#assertUnique(user, existing.id);
     const next = userRow(this.orgId, { ...user, id: existing.id }, this.version, this.at);

@@ -18,9 +18,7 @@ import {
 import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
-import { SearchIndexes } from './search-index/search-indexes.ts';
-import { loadInProcess, removeOrphanedResults } from './search-index/loader.ts';
-import { readListedSnapshot } from './search-index/snapshots.ts';
+import { removeOrphanedResults, serverSearchIndexes } from './search-index/index.ts';
 import { DocumentService } from './services/documents.ts';
 import { openBlobStore } from './documents/blob-store.ts';
 import { RenderPool } from './documents/render-pool.ts';
@@ -67,10 +65,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
 
   const blobs = await openBlobStore(database, config.dataDir);
   const renderer = new RenderPool(config.render);
-  const snapshots = config.searchCopiesDir;
-  const searchIndexes = new SearchIndexes(database.db, config.search, (job) => loadInProcess(config, job), app.log, {
-    snapshotOf: (orgId, version, after) => readListedSnapshot(snapshots, database.db, orgId, version, after),
-  });
+  const searchIndexes = serverSearchIndexes(config, database.db, app.log);
   app.addHook('onClose', async () => {
     await searchIndexes.close();
     await renderer.close();

@@ -15,7 +15,7 @@ import { hashPassword } from './auth/password-hash.ts';
 import { revokeCredential, setCredential } from './directory/credential-changes.ts';
 import { DirectoryService } from './directory/directory-service.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
-import { importOptionsFor } from './search-index/import-copies.ts';
+import { importOptionsFor } from './search-index/index.ts';
 import { ListenError, serve } from './server.ts';
 
 const USAGE = `Usage: signroom <command>

@@ -49,7 +49,7 @@ export const DocumentMetadata = Type.Object(
     pageCount: Type.Integer(),
     createdAt: Type.String({ format: 'date-time' }),
     uploadedBy: Type.String({ description: 'Username of the credential that uploaded it' }),
-    thumbnail: Type.String({ enum: ['rendered', 'placeholder'], description: 'Whether the thumbnail shows page 1' }),
+    thumbnail: Type.Unsafe<'rendered' | 'placeholder'>({ type: 'string', enum: ['rendered', 'placeholder'], description: 'Whether the thumbnail shows page 1' }),
   },
   { title: 'DocumentMetadata' },
 );

@@ -26,20 +26,11 @@ import {
   type IdempotencyRecord,
 } from '../repositories/document-repository.ts';
 import { KeyedMutex } from '../lib/keyed-mutex.ts';
+import type { Static } from 'typebox';
+import type { DocumentMetadata as DocumentMetadataSchema } from '../schemas/documents.ts';
 
 /** A document's metadata as the API returns it. */
-export interface DocumentMetadata {
-  id: string;
-  name: string | null;
-  mediaType: string;
-  size: number;
-  sha256: string;
-  pageCount: number;
-  createdAt: string;
-  uploadedBy: string;
-  /** `rendered`: page 1 is shown; `placeholder`: it could not be rendered within the budget. */
-  thumbnail: 'rendered' | 'placeholder';
-}
+export type DocumentMetadata = Static<typeof DocumentMetadataSchema>;
 
 export interface UploadRequest {
   orgId: string;

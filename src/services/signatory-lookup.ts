@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { Static } from 'typebox';
+import type { LookupQuery, Signatory as SignatorySchema } from '../schemas/signatory-lookup.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { withParallelScans } from '../db/dialect-sql.ts';
@@ -29,29 +31,15 @@ import {
 import { findTallies } from '../repositories/user-tally-repository.ts';
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
-import type { SearchIndexes } from '../search-index/search-indexes.ts';
+import type { SearchIndexes } from '../search-index/index.ts';
 
-/** The validated query of a lookup request. */
-export interface LookupRequest {
-  searchQuery?: string | undefined;
-  page: number;
-  size: number;
-  sortBy: SortField;
-  sortDirection: SortDirection;
-  roomMember?: boolean | undefined;
-  requiresInvitation?: boolean | undefined;
-  purpose?: Purpose | undefined;
-}
+type LookupQueryFields = Static<typeof LookupQuery>;
+
+/** The validated query of a lookup request: the schema's, with its defaults filled in. */
+export type LookupRequest = LookupQueryFields & Required<Pick<LookupQueryFields, 'page' | 'size' | 'sortBy' | 'sortDirection'>>;
 
 /** A signatory as the API returns it. */
-export interface Signatory {
-  displayName: string;
-  email: string;
-  firstname: string | null;
-  lastname: string | null;
-  requiresInvitation: boolean;
-  roomMember: boolean;
-}
+export type Signatory = Static<typeof SignatorySchema>;
 
 const COUNT_CACHE_ENTRIES = 10_000;
 /** Bytes of page JSON kept for repeated lookups. */

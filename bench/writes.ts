@@ -90,7 +90,6 @@ log(`imported in ${importSeconds.toFixed(1)} s`);
 const API = '/admin/api/v3/organizations/bench';
 const [portA, portB] = [18090, 18091];
 const servers: ChildProcess[] = [];
-let serial = 0;
 
 /** One request; its latency in ms (throws on a status other than the expected). */
 async function timed(port: number, method: string, route: string, body: unknown, expected: number): Promise<number> {
@@ -105,15 +104,15 @@ async function timed(port: number, method: string, route: string, body: unknown,
   return performance.now() - at;
 }
 
-/** The k-th write of the paced mix: for each user in turn, create, rename, add to a room, suspend. */
-async function writeOnce(port: number, k: number): Promise<number> {
+/** The k-th write of a mix: for each user in turn (ids `prefix-N`), create, rename, add to a room, suspend. */
+async function writeOnce(port: number, prefix: string, k: number): Promise<number> {
   const index = Math.floor(k / 4);
-  const id = `p${process.pid}-${index}`;
+  const id = `${prefix}${process.pid}-${index}`;
   switch (k % 4) {
     case 0:
-      return timed(port, 'POST', `${API}/users`, { id, firstname: 'Paula', lastname: `Paced${index}`, email: `p${index}.${process.pid}@bench.example` }, 201);
+      return timed(port, 'POST', `${API}/users`, { id, firstname: 'Wanda', lastname: `Writer${index}`, email: `${id}@bench.example` }, 201);
     case 1:
-      return timed(port, 'PATCH', `${API}/users/${id}`, { lastname: `Repaced${index}` }, 200);
+      return timed(port, 'PATCH', `${API}/users/${id}`, { lastname: `Renamed${index}` }, 200);
     case 2:
       return timed(port, 'PUT', `${API}/rooms/small/members/${id}`, undefined, 204);
     default:
@@ -122,21 +121,17 @@ async function writeOnce(port: number, k: number): Promise<number> {
 }
 
 /** Runs the write mix from `clients` clients for `forSeconds`: latencies and writes per second. */
-async function writeLoad(port: number, clients: number, forSeconds: number): Promise<{ latencies: number[]; perSecond: number }> {
+async function writeLoad(port: number, prefix: string, clients: number, forSeconds: number): Promise<{ latencies: number[]; perSecond: number }> {
   const latencies: number[] = [];
   const deadline = performance.now() + forSeconds * 1000;
   const began = performance.now();
+  let users = 0;
   await Promise.all(
     Array.from({ length: clients }, async () => {
       // Each client runs whole sequences of four, so each works on a user it created.
       while (performance.now() < deadline) {
-        const base = serial;
-        serial += 4;
-        const id = `w${process.pid}-${base}`;
-        latencies.push(await timed(port, 'POST', `${API}/users`, { id, firstname: 'Wanda', lastname: `Writer${base}`, email: `w${base}.${process.pid}@bench.example` }, 201));
-        latencies.push(await timed(port, 'PATCH', `${API}/users/${id}`, { lastname: `Renamed${base}` }, 200));
-        latencies.push(await timed(port, 'PUT', `${API}/rooms/small/members/${id}`, undefined, 204));
-        latencies.push(await timed(port, 'PATCH', `${API}/users/${id}`, { status: 'suspended' }, 200));
+        const user = users++;
+        for (let kind = 0; kind < 4; kind++) latencies.push(await writeOnce(port, prefix, user * 4 + kind));
       }
     }),
   );
@@ -175,7 +170,7 @@ async function pacedWrites(perSecond: number, stop: Promise<unknown>): Promise<n
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     if (done) break;
-    inFlight.push(writeOnce(portB, k).then((ms) => void latencies.push(ms)));
+    inFlight.push(writeOnce(portB, 'p', k).then((ms) => void latencies.push(ms)));
     // Keep the order of each user's four writes: wait for the create before the rest.
     if (k % 4 === 0) await inFlight.at(-1);
   }
@@ -196,9 +191,9 @@ try {
     }
   }
   log('single writes, one client…');
-  const single = await writeLoad(portB, 1, seconds);
+  const single = await writeLoad(portB, 's', 1, seconds);
   log('single writes, eight clients…');
-  const eight = await writeLoad(portB, 8, seconds);
+  const eight = await writeLoad(portB, 'e', 8, seconds);
 
   log('lookup mix alone…');
   const alone = await lookupLoad();

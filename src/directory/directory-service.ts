@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../db/tables.ts';
-import { Collector, idAt, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
+import { Collector, idAt, MAX_NAME_LENGTH, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
 import { searchTerms } from '../domain/fold.ts';
-import { toPage as pageFor, type Page } from '../domain/paging.ts';
+import { effectivePageSize, toPage as pageFor, type Page } from '../domain/paging.ts';
 import { sortKeyOrder, type SortDirection, type SortField, type UserStatus } from '../domain/signatory-rules.ts';
 import { ProblemError, type ParameterError } from '../errors.ts';
 import { findAuditEvents, type AuditEventQuery } from '../repositories/audit-repository.ts';
@@ -140,12 +140,13 @@ function userWrite(body: Json, id: string): UserWrite {
 
 function optionalText(body: Json, key: string, problems: Collector): string | null {
   if (body[key] === undefined || body[key] === null) return null;
-  return stringAt(body, key, '', 255, problems, true) ?? null;
+  return stringAt(body, key, '', MAX_NAME_LENGTH, problems, true) ?? null;
 }
 
-function roomName(body: Json, fallback: string): string {
+/** The `name` of an organization or room body (`fallback`, its id, when left out); 400 when it is not a name. */
+function nameOf(body: Json, fallback: string): string {
   const problems = new Collector();
-  const name = body['name'] === undefined ? fallback : stringAt(body, 'name', '', 255, problems, true);
+  const name = body['name'] === undefined ? fallback : stringAt(body, 'name', '', MAX_NAME_LENGTH, problems, true);
   if (name === undefined || problems.problems.length > 0) throw invalid(problems.problems);
   return name;
 }
@@ -168,12 +169,8 @@ export class DirectoryService {
     this.#maxPageSize = maxPageSize;
   }
 
-  #size(size: number): number {
-    return Math.min(size, this.#maxPageSize);
-  }
-
   async listOrganizations(ids: readonly string[] | undefined, page: number, size: number): Promise<Page<OrganizationBody>> {
-    const effective = this.#size(size);
+    const effective = effectivePageSize(size, this.#maxPageSize);
     const { total, rows } = await listOrganizations(this.#db, ids, page * effective, effective);
     return pageFor(rows.map(toOrganization), { page, size: effective }, total);
   }
@@ -185,7 +182,7 @@ export class DirectoryService {
   }
 
   async createOrganization(body: { id: string; name?: string | undefined; settings?: { externalSignatories?: boolean | undefined } | undefined }, actor: Actor): Promise<Tagged<OrganizationBody>> {
-    const name = roomName(body as Json, body.id);
+    const name = nameOf(body as Json, body.id);
     await createOrganization(this.#db, { id: body.id, name, externalSignatories: body.settings?.externalSignatories ?? false }, actor);
     return this.organization(body.id);
   }
@@ -196,7 +193,7 @@ export class DirectoryService {
       assertPrecondition(ifMatch, current);
       assertSameId(patch['id'], orgId);
       const next = mergePatch(current.body, patch) as Json & { settings?: { externalSignatories?: unknown } };
-      const name = roomName(next, orgId);
+      const name = nameOf(next, orgId);
       const externalSignatories = next.settings?.externalSignatories ?? false;
       await change.updateOrganization({ name, externalSignatories: externalSignatories === true }, { changed: Object.keys(patch) });
       return tagged(toOrganization((await findOrganization(change.trx, orgId))!));
@@ -205,7 +202,7 @@ export class DirectoryService {
 
   async listUsers(orgId: string, request: UserListRequest, roomId?: string): Promise<Page<UserBody>> {
     await this.#assertScope(orgId, roomId);
-    const size = this.#size(request.size);
+    const size = effectivePageSize(request.size, this.#maxPageSize);
     const terms = searchTerms(request.searchQuery);
     if (terms.some((term) => term.includes('\0'))) return pageFor([], { page: request.page, size }, 0);
     const { total, rows } = await listUsers(
@@ -225,7 +222,6 @@ export class DirectoryService {
   }
 
   async user(orgId: string, userId: string): Promise<Tagged<UserBody>> {
-    await this.#assertScope(orgId);
     return tagged(toUser(await this.#existingUser(this.#db, orgId, userId)));
   }
 
@@ -269,13 +265,12 @@ export class DirectoryService {
 
   async listRooms(orgId: string, page: number, size: number): Promise<Page<RoomBody>> {
     await this.#assertScope(orgId);
-    const effective = this.#size(size);
+    const effective = effectivePageSize(size, this.#maxPageSize);
     const { total, rows } = await listRooms(this.#db, orgId, page * effective, effective);
     return pageFor(rows.map(toRoom), { page, size: effective }, total);
   }
 
   async room(orgId: string, roomId: string): Promise<Tagged<RoomBody>> {
-    await this.#assertScope(orgId);
     return tagged(toRoom(await this.#existingRoom(this.#db, orgId, roomId)));
   }
 
@@ -284,7 +279,7 @@ export class DirectoryService {
     const problems = new Collector();
     idAt({ id }, '', 'room', problems);
     if (problems.problems.length > 0) throw invalid(problems.problems);
-    const name = roomName(body, id);
+    const name = nameOf(body, id);
     return changeDirectory(this.#db, orgId, actor, async (change) => {
       await change.createRoom({ id, name });
       return tagged(toRoom((await findRoom(change.trx, orgId, id))!));
@@ -307,7 +302,7 @@ export class DirectoryService {
       assertPrecondition(ifMatch, current);
       const body = next(current.body);
       if (body['name'] === undefined) throw invalid([{ path: 'name', message: 'is required' }]);
-      const name = roomName(body, roomId);
+      const name = nameOf(body, roomId);
       await change.updateRoom(roomId, name, { changed: name === current.body.name ? [] : ['name'] });
       return tagged(toRoom((await findRoom(change.trx, orgId, roomId))!));
     });
@@ -346,7 +341,7 @@ export class DirectoryService {
       since: query.since === undefined ? undefined : new Date(query.since).toISOString(),
       until: query.until === undefined ? undefined : new Date(query.until).toISOString(),
     };
-    const effective = this.#size(size);
+    const effective = effectivePageSize(size, this.#maxPageSize);
     const { total, rows } = await findAuditEvents(this.#db, normalized, page * effective, effective);
     return pageFor(rows.map(toAuditEvent), { page, size: effective }, total);
   }
@@ -367,10 +362,8 @@ export class DirectoryService {
 
   /** 404 for an unknown organization (or room of it). */
   async #assertScope(orgId: string, roomId?: string, db: Kysely<Database> = this.#db): Promise<void> {
-    if ((await findOrganization(db, orgId)) === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-    if (roomId !== undefined && (await findRoom(db, orgId, roomId)) === undefined) {
-      throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
-    }
+    if (roomId !== undefined) await this.#existingRoom(db, orgId, roomId);
+    else if ((await findOrganization(db, orgId)) === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
   }
 }
 

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/tables.ts';
-import type { Tally } from '../domain/signatory-rules.ts';
+import { CANDIDATE_STATUSES, type Tally } from '../domain/signatory-rules.ts';
 
 /** The organization's users and the room's members, tallied by kind (see the user_tallies migration). */
 export async function findTallies(db: Kysely<Database>, orgId: string, roomId: string): Promise<{ organization: Tally[]; members: Tally[] }> {
@@ -49,9 +49,13 @@ async function retally(db: Kysely<Database>, orgId: string | undefined): Promise
     group by m.org_id, m.room_id, u.external, u.needs_invite, ${MEMBER_CANDIDATE}`.execute(db);
 }
 
-/** 1 for a user who may be a candidate (see isCandidateStatus), 0 otherwise. */
-const CANDIDATE = sql`case when status in ('active', 'pending') then 1 else 0 end`;
-const MEMBER_CANDIDATE = sql`case when u.status in ('active', 'pending') then 1 else 0 end`;
+/** 1 for a user whose status (the column `status`) may make it a candidate, 0 otherwise. */
+function candidate(status: RawBuilder<unknown>): RawBuilder<number> {
+  // Literals, not parameters: PostgreSQL matches the expression in the select list with the one in GROUP BY.
+  return sql<number>`case when ${status} in (${sql.join(CANDIDATE_STATUSES.map((name) => sql.lit(name)))}) then 1 else 0 end`;
+}
+const CANDIDATE = candidate(sql.ref('status'));
+const MEMBER_CANDIDATE = candidate(sql.ref('u.status'));
 
 /** A user's kind, as the tallies count it. */
 export interface TallyKind {

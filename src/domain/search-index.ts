@@ -406,18 +406,42 @@ export class SearchIndex {
   search(search: IndexSearch): { total: number; seqs: number[] } {
     const candidates = this.#matching(search.terms);
     const accepted = acceptedKinds(search.includeExternal, search.filter);
-    const needsMembers = filterNeedsMembers(search.filter);
-    if (needsMembers && search.members === undefined) throw new Error('this filter needs the room members');
-    const members = needsMembers ? search.members : undefined;
+    const members = this.#membersFor(search);
     const kinds = this.#overlay?.kinds ?? this.#base.kinds;
     let total = 0;
+    // Inline, not through #candidateKinds: a term in every key makes this a million steps.
     for (let user = 0; user < candidates.length; user++) {
       if (candidates[user] === 0) continue;
       const kind = kinds[user]! | (members?.has(user) === true ? ROOM_MEMBER : 0);
       if (accepted[kind] === 1) total += 1;
       else candidates[user] = 0;
     }
-    return { total, seqs: total > search.offset ? this.#page(candidates, search) : [] };
+    return { total, seqs: total > search.offset ? this.#page((user) => candidates[user] === 1, search) : [] };
+  }
+
+  /**
+   * The seqs of the page's users when the lookup has no terms: the order is walked from its start
+   * and stops after the page, so a first page costs a few dozen steps whatever the organization's
+   * size (its total comes from the tallies, see signatory-rules.ts).
+   */
+  pageWithoutTerms(search: Omit<IndexSearch, 'terms'>): number[] {
+    return this.#page(this.#candidateKinds(search), search);
+  }
+
+  /** Whether a user's kind (and membership, if the filter asks) makes it a candidate of the search. */
+  #candidateKinds(search: Omit<IndexSearch, 'terms'>): (user: number) => boolean {
+    const accepted = acceptedKinds(search.includeExternal, search.filter);
+    const members = this.#membersFor(search);
+    const kinds = this.#overlay?.kinds ?? this.#base.kinds;
+    if (members === undefined) return (user) => accepted[kinds[user]!] === 1;
+    return (user) => accepted[kinds[user]! | (members.has(user) ? ROOM_MEMBER : 0)] === 1;
+  }
+
+  /** The room's members when the filter depends on them (which the search must then give). */
+  #membersFor(search: Omit<IndexSearch, 'terms'>): RoomMembers | undefined {
+    if (!filterNeedsMembers(search.filter)) return undefined;
+    if (search.members === undefined) throw new Error('this filter needs the room members');
+    return search.members;
   }
 
   /**
@@ -425,7 +449,7 @@ export class SearchIndex {
    * changes laid over the base, the base order passes over the changed users' old places, and
    * each changed user is met before the base place it goes before.
    */
-  #page(candidates: Uint8Array, search: IndexSearch): number[] {
+  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>): number[] {
     const order = this.#base.orders[search.sortBy];
     const overlay = this.#overlay;
     const inserts = overlay?.inserts[search.sortBy] ?? { before: new Int32Array(0), users: new Int32Array(0) };
@@ -433,7 +457,7 @@ export class SearchIndex {
     const seqs: number[] = [];
     let skip = search.offset;
     const visit = (user: number) => {
-      if (candidates[user] === 0) return;
+      if (!isCandidate(user)) return;
       if (skip > 0) skip -= 1;
       else seqs.push(this.#seqOf(user));
     };

@@ -12,6 +12,7 @@ import { readListedSnapshot } from './snapshots.ts';
  * snapshots.ts, import-copies.ts.
  */
 export { SearchIndexes, type LookupQuery } from './search-indexes.ts';
+export type { RoomMembers, SearchIndex } from '../domain/search-index.ts';
 export { removeOrphanedResults } from './loader.ts';
 export { importOptionsFor } from './import-copies.ts';
 

@@ -325,21 +325,35 @@ export class SearchIndexes {
 
   /**
    * Waits, at most `withinMs`, for the organization's index held at an older version to be brought
-   * up to `version`, if that is under way: a lookup with terms is then answered from it a moment
-   * later, rather than by the database at length. At once when no index is held, or it is at the
-   * version already.
+   * up to `version` (queued now if it is not yet): a lookup with terms is then answered from it a
+   * moment later, rather than by the database at length. Under steady writes the index is always a
+   * version or two behind, so this waits for the update running and then for the one queued after
+   * it, as long as nothing but this organization's updates (or a room's members) runs first. At
+   * once when no index is held, or it is at the version already.
    */
   async catchUp(orgId: string, version: number, withinMs: number): Promise<void> {
-    const ready = this.#ready.get(orgId);
-    if (ready === undefined || ready.index.version >= version) return;
-    this.index(orgId, version);
-    // Only for the update itself, running now: not behind other loads, or a whole read of seconds.
+    const deadline = performance.now() + withinMs;
     const key = jobKey({ kind: 'organization', orgId });
-    const done = this.#done.get(key);
-    if (done === undefined || this.#working === undefined || jobKey(this.#working) !== key) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, withinMs)))]);
-    clearTimeout(timer);
+    for (;;) {
+      const ready = this.#ready.get(orgId);
+      if (ready === undefined || ready.index.version >= version) return;
+      this.index(orgId, version);
+      const done = this.#done.get(key);
+      // Not behind other loads, or a whole read of seconds.
+      const first = this.#working?.kind === 'room' ? this.#queue[0] : this.#working;
+      if (done === undefined || first === undefined || jobKey(first) !== key) return;
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** Whether the organization's index is held, at a version older than `version` (it will be brought up to it). */
+  heldBehind(orgId: string, version: number): boolean {
+    const held = this.#ready.get(orgId)?.index.version;
+    return held !== undefined && held < version;
   }
 
   /**

@@ -31,7 +31,7 @@ import {
 import { findTallies } from '../repositories/user-tally-repository.ts';
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
-import type { SearchIndexes } from '../search-index/index.ts';
+import type { RoomMembers, SearchIndex, SearchIndexes } from '../search-index/index.ts';
 
 type LookupQueryFields = Static<typeof LookupQuery>;
 
@@ -51,9 +51,10 @@ const SCOPE_CACHE_ENTRIES = 10_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
 const SORT_MATCHES_UP_TO = 50_000;
 /**
- * A lookup with terms waits at most this long for the organization's in-memory index to take in an
- * import that just committed (laying a few thousand changes over it takes tens of milliseconds), as
- * the database would take longer to answer it (hundreds of milliseconds at a million users).
+ * A lookup waits at most this long for the organization's in-memory index, held, to take in what
+ * just committed (one write: a millisecond or two; an import's few thousand changes: tens of
+ * milliseconds): the database would take longer to answer terms (hundreds of milliseconds at a
+ * million users), and walks its sort index for a page without terms at every version.
  */
 const INDEX_CATCH_UP_MS = 300;
 
@@ -103,21 +104,44 @@ export class SignatoryLookup {
     const scopeKeys = lookupKeys(scope, request, pageRequest, sort);
     const cached = this.#pages.get(scopeKeys.page);
     if (cached !== undefined) return cached;
-    // Just after a change, the organization's in-memory index may be a moment from its version.
-    if (scopeKeys.criteria.terms.length > 0) await this.#indexes?.catchUp(orgId, scope.directoryVersion, INDEX_CATCH_UP_MS);
-    const carried = this.#carried(scopeKeys);
-    if (carried !== undefined) return carried;
-    // Otherwise one snapshot for the whole answer: an import committing meanwhile
-    // (from another process) is seen entirely or not at all, by the total, the
-    // page and the cache keys, which carry the directory version read in it.
+    const deadline = performance.now() + INDEX_CATCH_UP_MS;
+    let keys = scopeKeys;
+    for (;;) {
+      // Just after a change, the organization's in-memory index may be a moment from its version.
+      await this.#indexes?.catchUp(orgId, keys.directoryVersion, deadline - performance.now());
+      const carried = this.#carried(keys);
+      if (carried !== undefined) return carried;
+      const answer = await this.#inSnapshot(keys, request, pageRequest, sort, performance.now() < deadline);
+      if (Buffer.isBuffer(answer)) return answer;
+      keys = answer;
+    }
+  }
+
+  /**
+   * The answer, computed in one snapshot: an import committing meanwhile (from another process) is
+   * seen entirely or not at all, by the total, the page and the cache keys, which carry the
+   * directory version read in it. When that version is newer than the one `waited` for and the
+   * index, held, is still behind it (`mayWait`: steady writes), the keys of that version instead,
+   * to wait for the index again rather than scan the database for the terms.
+   */
+  async #inSnapshot(
+    waited: LookupKeys,
+    request: LookupRequest,
+    pageRequest: { page: number; size: number },
+    sort: { by: SortField; direction: SortDirection },
+    mayWait: boolean,
+  ): Promise<Buffer | LookupKeys> {
+    const { orgId, roomId } = waited.criteria;
     return this.#db
       .transaction()
       .setIsolationLevel('repeatable read')
       .setAccessMode('read only')
       .execute(async (trx) => {
         const keys = lookupKeys(await this.#scope(trx, orgId, roomId), request, pageRequest, sort);
-        const cachedInSnapshot = this.#pages.get(keys.page);
+        const cachedInSnapshot = this.#pages.get(keys.page) ?? this.#carried(keys);
         if (cachedInSnapshot !== undefined) return cachedInSnapshot;
+        const newer = keys.directoryVersion > waited.directoryVersion;
+        if (mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true) return keys;
         const { total, rows } = await this.#totalAndPage(trx, keys, sort, pageRequest.size, pageOffset(pageRequest));
         const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
         this.#pages.set(keys.page, json);
@@ -197,8 +221,33 @@ export class SignatoryLookup {
       total = criteria.terms.length > 0 ? await withParallelScans(db, () => countCandidates(db, criteria)) : await countCandidates(db, criteria);
       this.#counts.set(countKey, total);
     }
-    const rows = offset >= total ? [] : await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total));
-    return { total, rows };
+    if (offset >= total) return { total, rows: [] };
+    const seqs = keys.criteria.terms.length === 0 ? this.#pageFromIndex(keys, sort, size, offset) : undefined;
+    if (seqs !== undefined) return { total, rows: await findUsersBySeq(db, keys.criteria, seqs) };
+    return { total, rows: await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total)) };
+  }
+
+  /**
+   * The page's seqs of a lookup without terms from the organization's in-memory index, held at
+   * exactly this version: its orders are walked to the page (the first pages in microseconds),
+   * where the database walks its sort index at every version under steady writes.
+   */
+  #pageFromIndex(keys: LookupKeys, sort: { by: SortField; direction: SortDirection }, size: number, offset: number): number[] | undefined {
+    const found = this.#heldIndex(keys);
+    if (found === undefined) return undefined;
+    const { criteria } = keys;
+    const search = { includeExternal: criteria.includeExternal, filter: criteria.filter, members: found.members, sortBy: sort.by, direction: sort.direction, offset, size };
+    return found.index.pageWithoutTerms(search);
+  }
+
+  /** The organization's index at exactly the lookup's version, with the room's members if its filter needs them. */
+  #heldIndex(keys: LookupKeys): { index: SearchIndex; members: RoomMembers | undefined } | undefined {
+    const { criteria } = keys;
+    const index = this.#indexes?.index(criteria.orgId, keys.directoryVersion);
+    if (index === undefined) return undefined;
+    const members = filterNeedsMembers(criteria.filter) ? this.#indexes!.members(criteria.orgId, index, criteria.roomId) : undefined;
+    if (filterNeedsMembers(criteria.filter) && members === undefined) return undefined;
+    return { index, members };
   }
 
   /**
@@ -208,17 +257,14 @@ export class SignatoryLookup {
    * and sorts its 44,000 matches in 150–340 ms.
    */
   #searchIndex(keys: LookupKeys, sort: { by: SortField; direction: SortDirection }, size: number, offset: number): { total: number; seqs: number[] } | undefined {
+    const found = this.#heldIndex(keys);
+    if (found === undefined) return undefined;
     const { criteria } = keys;
-    const index = this.#indexes?.index(criteria.orgId, keys.directoryVersion);
-    if (index === undefined) return undefined;
-    const needsMembers = filterNeedsMembers(criteria.filter);
-    const members = needsMembers ? this.#indexes!.members(criteria.orgId, index, criteria.roomId) : undefined;
-    if (needsMembers && members === undefined) return undefined;
-    return index.search({
+    return found.index.search({
       terms: criteria.terms,
       includeExternal: criteria.includeExternal,
       filter: criteria.filter,
-      members,
+      members: found.members,
       sortBy: sort.by,
       direction: sort.direction,
       offset,

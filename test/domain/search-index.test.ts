@@ -73,6 +73,8 @@ describe('SearchIndex', () => {
         const members = index.roomMembers(users.filter((user) => user.member).map((user) => user.seq));
         assert.ok(members !== undefined);
         assert.deepEqual(index.search({ ...search, members }), model(users, search));
+        // Without terms, the page alone, walked to without counting.
+        assert.deepEqual(index.pageWithoutTerms({ ...search, members }), model(users, { ...search, terms: [] }).seqs);
       }),
       { numRuns: 400 },
     );
@@ -254,6 +256,10 @@ function assertAnswersAlike(updated: SearchIndex, whole: SearchIndex, users: rea
   for (const { memberSeqs, ...search } of everySearch(users)) {
     const answer = (index: SearchIndex) => index.search({ ...search, members: index.roomMembers(memberSeqs)! });
     assert.deepEqual(answer(updated), answer(whole), JSON.stringify(search));
+    if (search.terms.length === 0) {
+      const page = (index: SearchIndex) => index.pageWithoutTerms({ ...search, members: index.roomMembers(memberSeqs)! });
+      assert.deepEqual(page(updated), answer(whole).seqs, JSON.stringify(search));
+    }
   }
 }
 

@@ -380,6 +380,35 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('acme', 3), undefined);
   });
 
+  it('lets a lookup wait through one update after another while writes keep landing', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, reads } = fakeLoader(directory);
+    let release: (() => void) | undefined;
+    let holding = false;
+    const changesSince: DirectoryReads['changesSince'] = async (job) => {
+      const answer = await reads.changesSince(job);
+      if (holding) await new Promise<void>((resolve) => (release = resolve));
+      return answer;
+    };
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { ...reads, changesSince });
+    indexes.index('acme', 1);
+    await settled(indexes);
+    const added = (seq: number): ChangedUser => ({ seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false, candidate: true });
+    holding = true;
+    directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
+    indexes.index('acme', 2);
+    while (release === undefined) await new Promise((resolve) => setImmediate(resolve));
+    // Version 3 lands while the update to version 2 runs: the wait goes on into the next update.
+    holding = false;
+    directory.set('acme', { version: 3, users: 12, changes: { changed: [added(11), added(12)], rooms: [] } });
+    const waited = indexes.catchUp('acme', 3, 60_000);
+    release();
+    await waited;
+    assert.equal(indexes.index('acme', 3)?.users, 12);
+    assert.equal(indexes.heldBehind('acme', 3), false);
+    assert.equal(indexes.heldBehind('acme', 4), true);
+  });
+
   it('watches the versions of the organizations held, and applies a change before any lookup asks for it', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }], ['other', { version: 1, users: 10 }]]);
     const { load, jobs, reads } = fakeLoader(directory);

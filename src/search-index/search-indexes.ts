@@ -33,16 +33,17 @@ const LOAD_TIMEOUT_MS = 5 * 60_000;
  */
 export const MAX_LAID_OVER = 10_000;
 /**
- * Beyond this many users changed since the index was read whole, it is read whole again in the
- * background, while the index with the changes laid over it goes on answering.
+ * Beyond this many users changed since the index was read whole or last compacted, the changes are
+ * merged into it in memory (SearchIndex.compacted): a write never makes a server read an index
+ * whole, which takes a loading process seconds of the database's time at a million users.
  */
-const READ_AGAIN_AFTER = 2_000;
+const COMPACT_AFTER = 2_000;
 /**
  * An import that changes more users of an organization than this leaves a copy of its index
- * (import-copies.ts): a server holding the index may have up to READ_AGAIN_AFTER
+ * (import-copies.ts): a server holding the index may have up to COMPACT_AFTER
  * changes laid over it already, and lays at most MAX_LAID_OVER.
  */
-export const IMPORT_COPY_AFTER = MAX_LAID_OVER - READ_AGAIN_AFTER;
+export const IMPORT_COPY_AFTER = MAX_LAID_OVER - COMPACT_AFTER;
 /**
  * How often the database's change token is looked at (a file read on SQLite, a counter of notices
  * on PostgreSQL): when it moved, the versions of the organizations held are read, so an import's
@@ -91,8 +92,8 @@ interface StandingRooms {
   upTo: number;
 }
 
-/** An organization's index (`whole`: read whole, even if an index is held), or a room's members. */
-type Job = { kind: 'organization'; orgId: string; whole?: boolean } | { kind: 'room'; orgId: string; roomId: string; version: number };
+/** An organization's index (brought up to date, or read whole), or a room's members. */
+type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number };
 
 /**
  * What is read of the directory in the server's own process: an organization's size, organizations'
@@ -168,7 +169,7 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 /** Tells queued jobs apart: one load per organization, one per room. */
 function jobKey(job: Job): string {
   if (job.kind === 'room') return `r\0${job.orgId}\0${job.roomId}`;
-  return `${job.whole === true ? 'w' : 'o'}\0${job.orgId}`;
+  return `o\0${job.orgId}`;
 }
 
 /**
@@ -201,13 +202,8 @@ export class SearchIndexes {
   /** The worker taking jobs from the queue, and the job it runs now. */
   #running: Promise<void> | undefined;
   #working: Job | undefined;
-  /** The loading processes running: the queue's, and a whole read in the background. */
+  /** The loading process running the queue's job, if it needs one. */
   readonly #current = new Set<RunningLoad>();
-  /**
-   * A whole read of an index with many changes laid over it, run beside the queue: updates of
-   * that index (and everything else) go on meanwhile, so lookups keep the index under steady writes.
-   */
-  #background: Promise<void> | undefined;
   #closed = false;
 
   readonly #reads: DirectoryReads;
@@ -398,7 +394,6 @@ export class SearchIndexes {
     this.#queue.length = 0;
     await Promise.all([...this.#current].map((load) => load.cancel()));
     await this.#running;
-    await this.#background;
     for (const done of this.#done.values()) done.resolve();
   }
 
@@ -425,20 +420,14 @@ export class SearchIndexes {
         return;
       }
       this.#working = job;
-      const started = performance.now();
-      if (job.kind === 'organization' && job.whole === true && this.#background === undefined) {
-        // Read whole beside the queue: the index held answers, and takes updates, meanwhile.
-        this.#background = this.#runJob(job, started).finally(() => (this.#background = undefined));
-        continue;
-      }
-      await this.#runJob(job, started);
+      await this.#runJob(job, performance.now());
     }
   }
 
   /** Runs one job to its end; a failure is logged, and the organization not tried again for a while. */
   async #runJob(job: Job, started: number): Promise<void> {
     try {
-      if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, job.whole === true);
+      if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, false);
       else await this.#loadRoom(job.orgId, job.roomId, job.version);
     } catch (error) {
       if (this.#closed) return;
@@ -481,7 +470,7 @@ export class SearchIndexes {
     const held = this.#ready.get(orgId);
     // The rooms of an index too far behind whose members were not replaced since, up to a version.
     let standing: StandingRooms | undefined;
-    // Read whole to take the place of one with many changes laid over it, which answers meanwhile.
+    // Brought up to date from what changed, unless asked to read whole (a copy too far behind).
     if (held !== undefined && !whole) {
       const updated = await this.#update(orgId, held, started);
       if (updated === true || this.#closed) return;
@@ -538,8 +527,8 @@ export class SearchIndexes {
       },
       'search index: loaded',
     );
-    // Read whole in the background while updates went on: what changed since the read is laid over
-    // it at once, so it does not answer behind the index it replaced.
+    // Read whole after a copy too far behind: what changed since the read began is laid over it at
+    // once, so it does not answer behind the version asked for.
     if (whole && !this.#closed) {
       const read = this.#ready.get(orgId);
       if (read !== undefined) await this.#update(orgId, read, started);
@@ -578,8 +567,10 @@ export class SearchIndexes {
     if (result.kind === 'many changes') return standing;
     if (result.version === held.index.version) return true;
     if (result.users > maxIndexedUsers(this.#policy)) return none;
-    const index = held.index.withChanges(result.version, result.users, result.changed);
-    if (index === undefined) return standing;
+    const laid = held.index.withChanges(result.version, result.users, result.changed);
+    if (laid === undefined) return standing;
+    // Many changes laid over make every update and search pay for them: merged in, in memory.
+    const index = laid.changesLaidOver > COMPACT_AFTER ? laid.compacted() : laid;
     const rooms = roomsExtendedTo(new Map(kept), result.users);
     for (const roomId of edited) {
       const members = rooms.get(roomId);
@@ -603,10 +594,9 @@ export class SearchIndexes {
     }
     this.#hold(orgId, { index, rooms, log: logWith(held.log ?? [], update) });
     this.#log.info(
-      { organization: orgId, users: index.users, version: index.version, changed: result.changed.length, changedSinceRead: index.changesLaidOver, ms: Math.round(performance.now() - started) },
+      { organization: orgId, users: index.users, version: index.version, changed: result.changed.length, laidOver: index.changesLaidOver, compacted: index !== laid, ms: Math.round(performance.now() - started) },
       'search index: updated with what changed',
     );
-    if (index.changesLaidOver > READ_AGAIN_AFTER) this.#enqueue({ kind: 'organization', orgId, whole: true });
     return true;
   }
 

@@ -278,6 +278,15 @@ describe('SearchIndex.withChanges', () => {
         assertAnswersAlike(twice, read(second.users, 5), second.users);
         assert.equal(twice.version, 5);
         assert.ok(twice.changesLaidOver <= first.changed.length + second.changed.length);
+        // Merged into a new base: the same answers and user numbers, nothing laid over, and changes still laid over it.
+        const compacted = twice.compacted();
+        assert.equal(compacted.changesLaidOver, 0);
+        assert.equal(compacted.version, 5);
+        assertAnswersAlike(compacted, read(second.users, 5), second.users);
+        const third = evolve(second.users, one, oneAdded);
+        const after = compacted.withChanges(6, third.users.length, third.changed);
+        assert.ok(after !== undefined);
+        assertAnswersAlike(after, read(third.users, 6), third.users);
       }),
       { numRuns: 300 },
     );

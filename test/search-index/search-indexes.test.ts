@@ -319,17 +319,10 @@ describe('SearchIndexes', () => {
     assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'room', 'changes'], 'no room read again');
   });
 
-  it('reads an index whole again in the background once many changes are laid over it, answering meanwhile', async () => {
+  it('merges many changes laid over into the index in memory, never reading it whole for them', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 3_000, members: [5] }]]);
     const { load, jobs, reads } = fakeLoader(directory);
-    // The fourth load (the whole read) waits until released.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const gated = (job: LoadJob): RunningLoad => {
-      const running = load(job);
-      return jobs.length === 4 ? { ...running, result: released.then(() => running.result) } : running;
-    };
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 4 << 20, minUsers: 0 }, gated, quiet, reads);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 4 << 20, minUsers: 0 }, load, quiet, reads);
     indexes.index('acme', 1);
     await settled(indexes);
     indexes.members('acme', indexes.index('acme', 1)!, 'board');
@@ -340,21 +333,22 @@ describe('SearchIndexes', () => {
     });
     directory.set('acme', { version: 2, users: 5_001, members: [5], changes: { changed: added, rooms: [] } });
     indexes.index('acme', 2);
-    while (jobs.length < 4) await new Promise((resolve) => setImmediate(resolve));
-    const laidOver = indexes.index('acme', 2);
-    assert.equal(laidOver?.changesLaidOver, 2_001, 'the changes are laid over the index, which answers while it is read whole');
-    // A write meanwhile: laid over the index held, not queued behind the whole read.
-    const one: ChangedUser = { ...added[0]!, seq: 5_002, id: 'u5002', searchKey: `\n\n${emailOf(5_002)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(5_002) } };
-    directory.set('acme', { version: 3, users: 5_002, members: [5], changes: { changed: [...added, one], rooms: [] } });
-    for (let tries = 0; indexes.index('acme', 3) === undefined && tries < 1000; tries++) await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(indexes.index('acme', 3)?.users, 5_002, 'updated while the whole read runs');
-    release();
     await settled(indexes);
-    // The whole read (of version 2), with what changed since laid over it (the fake lists every change since version 1).
-    const whole = indexes.index('acme', 3)!;
-    assert.equal(whole.version, 3);
-    assert.equal(whole.users, 5_002);
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'changes', 'organization', 'changes', 'changes']);
+    const compacted = indexes.index('acme', 2)!;
+    assert.equal(compacted.users, 5_001);
+    assert.equal(compacted.changesLaidOver, 0, 'merged in');
+    const board = indexes.members('acme', compacted, 'board');
+    assert.ok(board !== undefined, "the rooms' members stand: users keep their numbers");
+    // The next write is laid over the merged index.
+    const one: ChangedUser = { ...added[0]!, seq: 5_002, id: 'u5002', searchKey: `\n\n${emailOf(5_002)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(5_002) } };
+    directory.set('acme', { version: 3, users: 5_002, members: [5], changes: { changed: [one], rooms: [] } });
+    indexes.index('acme', 3);
+    await settled(indexes);
+    const next = indexes.index('acme', 3)!;
+    assert.equal(next.users, 5_002);
+    assert.equal(next.changesLaidOver, 1);
+    assert.equal(next.search({ terms: [emailOf(5_002)], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }).total, 1);
+    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'changes', 'changes'], 'never read whole again');
   });
 
   it('lets a lookup wait, briefly, for the index to take in what changed', async () => {

@@ -157,6 +157,18 @@ export function bytesOfParts(parts: SearchIndexParts): number {
   return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + 2 * (orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength);
 }
 
+/** An order of `users` users: the base order without the users `replaced`, each change inserted before the place it goes before (as #page walks it). */
+function mergedOrder(order: Int32Array, inserts: { before: Int32Array; users: Int32Array }, replaced: Uint8Array, users: number): Int32Array {
+  const merged = new Int32Array(users);
+  let at = 0;
+  let next = 0;
+  for (let place = 0; place <= order.length; place++) {
+    while (next < inserts.before.length && inserts.before[next] === place) merged[at++] = inserts.users[next++]!;
+    if (place < order.length && replaced[order[place]!] !== 1) merged[at++] = order[place]!;
+  }
+  return merged;
+}
+
 /** Each user's place in the order. */
 function placesIn(order: Int32Array): Int32Array {
   const places = new Int32Array(order.length);
@@ -392,7 +404,7 @@ export class SearchIndex {
     seqs.set(base.seqs);
     seqs.set(overlay.addedSeqs, held);
     const orders = {} as Record<SortField, Int32Array>;
-    for (const field of SORT_FIELDS) orders[field] = this.#page(() => true, { includeExternal: true, filter: {}, sortBy: field, direction: 'ASC', offset: 0, size: users }, (user) => user);
+    for (const field of SORT_FIELDS) orders[field] = mergedOrder(base.orders[field], overlay.inserts[field], overlay.replaced, users);
     const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
     const bytes = at + starts.byteLength + overlay.kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
     return new SearchIndex({ keys: pieces.join(''), starts, kinds: overlay.kinds, seqs, orders, places, bytes }, this.version);
@@ -537,9 +549,7 @@ export class SearchIndex {
    * changes laid over the base, the base order passes over the changed users' old places, and
    * each changed user is met before the base place it goes before.
    */
-  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>): number[];
-  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>, give: (user: number) => number): Int32Array;
-  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>, give?: (user: number) => number): number[] | Int32Array {
+  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>): number[] {
     const order = this.#base.orders[search.sortBy];
     const overlay = this.#overlay;
     const inserts = overlay?.inserts[search.sortBy] ?? { before: new Int32Array(0), users: new Int32Array(0) };
@@ -549,7 +559,7 @@ export class SearchIndex {
     const visit = (user: number) => {
       if (!isCandidate(user)) return;
       if (skip > 0) skip -= 1;
-      else seqs.push(give === undefined ? this.#seqOf(user) : give(user));
+      else seqs.push(this.#seqOf(user));
     };
     if (search.direction === 'ASC') {
       let next = 0;
@@ -564,7 +574,7 @@ export class SearchIndex {
         if (place > 0 && seqs.length < search.size && replaced?.[order[place - 1]!] !== 1) visit(order[place - 1]!);
       }
     }
-    return give === undefined ? seqs : Int32Array.from(seqs);
+    return seqs;
   }
 
   /** 1 for each user whose key contains every term; the longest term is scanned for, the others checked on its matches. */

@@ -35,9 +35,10 @@ export const MAX_LAID_OVER = 10_000;
 /**
  * Beyond this many users changed since the index was read whole or last compacted, the changes are
  * merged into it in memory (SearchIndex.compacted): a write never makes a server read an index
- * whole, which takes a loading process seconds of the database's time at a million users.
+ * whole, which takes a loading process seconds of the database's time at a million users. Measured
+ * there: laying one more change over 1,000 takes 1.4 ms (3.1 ms over 2,000); merging, 50–180 ms.
  */
-const COMPACT_AFTER = 2_000;
+const COMPACT_AFTER = 1_000;
 /**
  * An import that changes more users of an organization than this leaves a copy of its index
  * (import-copies.ts): a server holding the index may have up to COMPACT_AFTER

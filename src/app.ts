@@ -6,7 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Authenticator } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
-import { requireBasicAuth } from './http/auth-hook.ts';
+import { requireAuth } from './http/auth-hook.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
 import {
@@ -121,7 +121,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
         // Answers depend on the credential: not for shared caches, unless a route says otherwise.
         if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
       });
-      requireBasicAuth(admin, authenticator);
+      requireAuth(admin, authenticator);
       await admin.register(signatoryRoutes, { lookup });
       await admin.register(documentRoutes, {
         documents,

@@ -13,6 +13,7 @@ import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './doma
 import { isChangedFileError, openDirectoryFile, type OpenDirectoryFile } from './directory/import-file-reader.ts';
 import { hashPassword } from './auth/password-hash.ts';
 import { revokeCredential, setCredential } from './directory/credential-changes.ts';
+import { createToken, listTokens, revokeToken } from './auth/api-tokens.ts';
 import { DirectoryService } from './directory/directory-service.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
 import { importOptionsFor } from './search-index/index.ts';
@@ -28,6 +29,10 @@ Commands:
   credential set USER ORGS     Create or change a credential; ORGS is "*" or a comma-separated list of
                                organization ids; the password is read from SIGNROOM_PASSWORD or standard input
   credential revoke USER       Delete a credential (takes effect at once)
+  token create ORG [--name NAME] [--json]
+                               Create an API token for one organization; prints the token (once) on the first line
+  token list [ORG] [--json]    List API tokens: id, name, organization, created and last used
+  token revoke ID              Revoke an API token (takes effect at once on every server)
   user add ORG --email EMAIL [--id ID] [--firstname F] [--lastname L] [--external] [--status S]
                                Create a user, as POST …/users would (prints it as JSON)
   user suspend ORG USER        Suspend a user: kept, never a candidate of a lookup
@@ -41,7 +46,7 @@ Commands:
                                Store a PDF, PNG or JPEG in a room as the API would (prints its id)
   help                         Show this text
 
-Directory and credential commands are audited with actor "cli", or the name given with --as NAME.
+Directory, credential and token commands are audited with actor "cli", or the name given with --as NAME.
 Configuration comes from environment variables (see README).`;
 
 /** Thrown for a bad command line: printed with the usage, exit status 2. */
@@ -141,6 +146,47 @@ async function credentialCommand(config: Config, args: string[]): Promise<number
     return 0;
   }
   throw new UsageError('expected: credential set USER ORGS | credential revoke USER');
+}
+
+/** The longest name a token may be given. */
+const MAX_TOKEN_NAME_LENGTH = 200;
+
+async function tokenCommand(config: Config, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { as: { type: 'string', default: 'cli' }, name: { type: 'string', default: '' }, json: { type: 'boolean', default: false } },
+  });
+  const actor = { actor: values.as };
+  const [action, target, ...rest] = positionals;
+  if (rest.length > 0) throw new UsageError(`unexpected "${rest.join(' ')}"`);
+  if (action === 'create' && target !== undefined) {
+    if (values.name.length > MAX_TOKEN_NAME_LENGTH || /\p{Cc}/u.test(values.name)) throw new UsageError(`a token name has at most ${MAX_TOKEN_NAME_LENGTH} characters, none of them control characters`);
+    const created = await withDatabase(config, (db) => createToken(db, target, values.name, actor));
+    if (created === undefined) {
+      console.error(`signroom: no organization "${target}"`);
+      return 1;
+    }
+    if (values.json) console.log(JSON.stringify(created));
+    else console.log(`${created.token}\nid ${created.id}, organization "${created.organizationId}"${created.name === '' ? '' : `, name "${created.name}"`}: shown once, only its hash is kept`);
+    return 0;
+  }
+  if (action === 'list') {
+    const tokens = await withDatabase(config, (db) => listTokens(db, target));
+    if (values.json) console.log(JSON.stringify(tokens));
+    else for (const token of tokens) console.log([token.id, token.organizationId, JSON.stringify(token.name), token.createdAt, token.lastUsedAt ?? 'never used'].join('  '));
+    return 0;
+  }
+  if (action === 'revoke' && target !== undefined) {
+    const revoked = await withDatabase(config, (db) => revokeToken(db, target, actor));
+    if (!revoked) {
+      console.error(`signroom: no token "${target}"`);
+      return 1;
+    }
+    console.log(`revoked token ${target}`);
+    return 0;
+  }
+  throw new UsageError('expected: token create ORG [--name NAME] [--json] | token list [ORG] [--json] | token revoke ID');
 }
 
 /** `user …` and `room …`: one change through the directory writer, as the API would make it. */
@@ -300,6 +346,8 @@ async function main(argv: string[]): Promise<number> {
       return loadDemo(config);
     case 'credential':
       return credentialCommand(config, args);
+    case 'token':
+      return tokenCommand(config, args);
     case 'upload':
       return uploadCommand(config, args);
     case 'user':

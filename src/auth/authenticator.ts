@@ -2,7 +2,9 @@ import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:
 import type { Kysely } from 'kysely';
 import type { LoginPolicy } from '../config.ts';
 import type { Database } from '../db/tables.ts';
+import { bearerToken, looksLikeToken, tokenHash } from '../domain/api-token.ts';
 import { parseBasicAuthorization } from '../domain/basic-auth.ts';
+import { findTokenByHash, touchToken } from '../repositories/api-token-repository.ts';
 import { findLoginState, type CredentialScope, type LoginState } from '../repositories/credential-repository.ts';
 import { clearLoginFailures, purgeLoginFailures, recordLoginFailure } from '../repositories/login-failure-repository.ts';
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
@@ -10,7 +12,7 @@ import { LruCache } from '../lib/lru-cache.ts';
 import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
 import { DECOY_HASH, verifyPassword } from './password-hash.ts';
 
-/** The result of checking an Authorization header. */
+/** The result of checking an Authorization header; `username` is who acts: a credential's username, or `token:<id>`. */
 export type AuthOutcome =
   | { kind: 'authenticated'; username: string; scope: CredentialScope }
   | { kind: 'missing' }
@@ -33,6 +35,10 @@ const PURGE_EVERY_FAILURES = 100;
 
 /** Usernames whose credential and failed logins are kept between requests (while the database is unchanged). */
 const LOGIN_STATE_ENTRIES = 10_000;
+/** Tokens (by hash) kept between requests while the database is unchanged, unknown ones included. */
+const TOKEN_ENTRIES = 10_000;
+/** A token's `lastUsedAt` is written at most this often by one server: not a write per request. */
+export const TOKEN_USE_WRITE_MS = 60_000;
 
 /**
  * Checks Basic credentials against the credential table. The credential row is
@@ -56,18 +62,25 @@ export class Authenticator {
   #failuresSincePurge = 0;
   /** Login states read while the database was unchanged; this process's own writes forget theirs. */
   readonly #loginStates: ChangeScopedCache<string, LoginState>;
+  /** Tokens by the hash of their secret, read while the database was unchanged (a revoked one is gone at once). */
+  readonly #tokens: ChangeScopedCache<string, { token: { id: string; orgId: string } | undefined }>;
+  /** When this server last wrote each token's `lastUsedAt`. */
+  readonly #tokenUseWritten = new LruCache<string, number>(TOKEN_ENTRIES);
 
   constructor(db: Kysely<Database>, policy: LoginPolicy, options: { now?: () => number; changes?: ChangeSource } = {}) {
     this.#db = db;
     this.#policy = policy;
     this.#now = options.now ?? Date.now;
     this.#loginStates = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, LOGIN_STATE_ENTRIES);
+    this.#tokens = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, TOKEN_ENTRIES);
     this.#throttle = new LoginThrottle(policy, this.#now);
   }
 
   /** Authenticates the value of an Authorization header, as the credential stands at least as new as `asOf` (`performance.now()`). */
   async authenticate(header: string | undefined, asOf = performance.now()): Promise<AuthOutcome> {
     if (header === undefined || header === '') return { kind: 'missing' };
+    const token = bearerToken(header);
+    if (token !== undefined) return this.#authenticateToken(token, asOf);
     const credentials = parseBasicAuthorization(header);
     if (credentials === undefined) return { kind: 'malformed' };
     const { username, password } = credentials;
@@ -137,6 +150,26 @@ export class Authenticator {
       });
     }
     return { kind: 'authenticated', username, scope: row.scope };
+  }
+
+  /**
+   * An API token: found by the hash of its secret (no slow hash: 256 random bits leave nothing to
+   * guess), acting for its one organization as `token:<id>`. Its `lastUsedAt` is written on its first
+   * use here and then at most every TOKEN_USE_WRITE_MS, in the background.
+   */
+  async #authenticateToken(token: string, asOf: number): Promise<AuthOutcome> {
+    if (!looksLikeToken(token)) return { kind: 'rejected', delayMs: 0 };
+    const hash = tokenHash(token);
+    const { token: found } = await this.#tokens.read(hash, async () => ({ token: await findTokenByHash(this.#db, hash) }), asOf);
+    if (found === undefined) return { kind: 'rejected', delayMs: 0 };
+    const now = this.#now();
+    const written = this.#tokenUseWritten.get(found.id);
+    if (written === undefined || now - written >= TOKEN_USE_WRITE_MS) {
+      this.#tokenUseWritten.set(found.id, now);
+      // A failed write only leaves lastUsedAt older: the request goes on.
+      touchToken(this.#db, found.id, new Date(now).toISOString()).catch(() => this.#tokenUseWritten.delete(found.id));
+    }
+    return { kind: 'authenticated', username: `token:${found.id}`, scope: [found.orgId] };
   }
 
   async #purgeNowAndThen(): Promise<void> {

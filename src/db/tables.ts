@@ -13,6 +13,7 @@ export interface Database {
   user_tallies: UserTallyTable;
   directory_states: DirectoryStateTable;
   audit_events: AuditEventTable;
+  api_tokens: ApiTokenTable;
   /** PostgreSQL only: one row per stored blob (SQLite keeps them as files). */
   blobs: BlobTable;
   /** PostgreSQL only: the bytes of each blob, in order. */
@@ -135,6 +136,17 @@ export interface RoomMemberTable {
   org_id: string;
   room_id: string;
   user_id: string;
+}
+
+/** An API token (contract section 10): the SHA-256 of its secret, never the secret. */
+export interface ApiTokenTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** Hex SHA-256 of the whole token (prefix included). */
+  secret_hash: string;
+  created_at: string;
+  last_used_at: string | null;
 }
 
 export interface CredentialTable {

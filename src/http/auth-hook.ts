@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
+import { bearerToken } from '../domain/api-token.ts';
 import type { CredentialScope } from '../repositories/credential-repository.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
 import { sendProblem } from './problem-handlers.ts';
@@ -8,7 +9,7 @@ export const WWW_AUTHENTICATE = 'Basic realm="signroom", charset="UTF-8"';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The authenticated credential's username (set by the auth hook). */
+    /** Who acts (set by the auth hook): the Basic credential's username, or `token:<id>` for an API token. */
     username?: string;
     /** The organizations the credential covers (set by the auth hook). */
     credentialScope?: CredentialScope;
@@ -23,24 +24,25 @@ declare module 'fastify' {
 const CHALLENGE = { 'www-authenticate': WWW_AUTHENTICATE };
 
 /**
- * Requires Basic auth on every route of the scope, then checks that the
- * credential covers the path's organization: 401 (or 429), then 403, both
- * before parameters are validated.
+ * Requires Basic auth or an API token (Bearer) on every route of the scope, then checks that the
+ * credential covers the path's organization (a token covers its one): 401 (or 429), then 403,
+ * both before parameters are validated.
  */
-export function requireBasicAuth(scope: FastifyInstance, authenticator: Authenticator): void {
+export function requireAuth(scope: FastifyInstance, authenticator: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
     request.receivedAt = performance.now();
     await afterPendingReads();
     const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
     switch (outcome.kind) {
       case 'missing':
-        return sendProblem(reply, 'unauthorized', 'This API needs HTTP Basic authentication.', { headers: CHALLENGE });
+        return sendProblem(reply, 'unauthorized', 'This API needs HTTP Basic authentication or an API token (Authorization: Bearer).', { headers: CHALLENGE });
       case 'malformed':
         return sendProblem(reply, 'unauthorized', 'The Authorization header is not valid HTTP Basic credentials.', {
           headers: CHALLENGE,
         });
       case 'rejected':
         if (outcome.delayMs > 0) await delay(outcome.delayMs);
+        if (bearerToken(request.headers.authorization ?? '') !== undefined) return sendProblem(reply, 'unauthorized', 'Unknown or revoked API token.', { headers: CHALLENGE });
         return sendProblem(reply, 'unauthorized', 'Unknown username or wrong password.', { headers: CHALLENGE });
       case 'throttled':
         return sendProblem(

@@ -20,8 +20,13 @@ export async function registerOpenApi(app: FastifyInstance, version: string, pub
           'is RFC 9457 problem details (application/problem+json) with a stable `code`.',
       },
       servers: [{ url: publicBaseUrl, description: 'This server (SIGNROOM_PUBLIC_BASE_URL, or the host it is reached at)' }],
-      components: { securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' } } },
-      security: [{ basicAuth: [] }],
+      components: {
+        securitySchemes: {
+          basicAuth: { type: 'http', scheme: 'basic' },
+          apiToken: { type: 'http', scheme: 'bearer', description: 'An API token of the organization (`bin/signroom token create ORG`): `srt_…`' },
+        },
+      },
+      security: [{ basicAuth: [] }, { apiToken: [] }],
       tags: [
         { name: 'signatories', description: 'Who can be chosen for a signing room' },
         { name: 'documents', description: 'Documents of a signing room' },

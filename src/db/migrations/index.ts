@@ -13,6 +13,7 @@ import * as sortIndexesCoverSeq from './2026-11-23T0800-sort-indexes-cover-seq.t
 import * as changedIn from './2026-11-23T0900-changed-in.ts';
 import * as directoryStates from './2026-11-24T0000-directory-states.ts';
 import * as directoryWrites from './2026-11-25T0000-directory-writes.ts';
+import * as apiTokens from './2026-11-25T0100-api-tokens.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -33,6 +34,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-23T0900-changed-in': changedIn,
   '2026-11-24T0000-directory-states': directoryStates,
   '2026-11-25T0000-directory-writes': directoryWrites,
+  '2026-11-25T0100-api-tokens': apiTokens,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

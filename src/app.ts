@@ -7,6 +7,8 @@ import { Authenticator } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { requireAuth } from './http/auth-hook.ts';
+import { SCIM_PREFIX, scimRoutes } from './http/scim-routes.ts';
+import { ScimUsers } from './scim/scim-users.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
 import {
@@ -100,6 +102,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     maxBytes: config.maxDocumentBytes,
     thumbnailWidth: config.thumbnailWidth,
   });
+  const directory = new DirectoryService(database.db, config.maxPageSize);
   const recovered = await documents.recover();
   if (recovered.temporaryFiles + recovered.orphanBlobs > 0) app.log.info(recovered, 'removed what an interrupted upload left behind');
 
@@ -129,10 +132,11 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
         maxDocumentBytes: config.maxDocumentBytes,
         apiPrefix: API_PREFIX,
       });
-      await admin.register(directoryRoutes, { directory: new DirectoryService(database.db, config.maxPageSize), apiPrefix: API_PREFIX });
+      await admin.register(directoryRoutes, { directory, apiPrefix: API_PREFIX });
     },
     { prefix: API_PREFIX },
   );
+  await app.register(scimRoutes, { prefix: SCIM_PREFIX, authenticator, directory, users: new ScimUsers(database.db, directory), publicBaseUrl: config.publicBaseUrl });
   await registerOpenApiRoutes(app);
   await app.register(addMethodNotAllowed);
   // Indexes kept on disk are taken before the server listens; those read from the database load in

@@ -133,8 +133,9 @@ function userWrite(body: Json, id: string): UserWrite {
   const userName = optionalText(body, 'userName', problems);
   const externalId = optionalText(body, 'externalId', problems);
   if (user === undefined || problems.problems.length > 0) throw invalid(problems.problems);
-  // A userName that is the user's own email reads the same unset, and then follows the email.
-  const ownEmail = userName !== null && userName.toLowerCase() === user.email.toLowerCase();
+  // A userName that is the user's own email reads the same unset, and then follows the email; one
+  // that differs in case only is kept as given (identity providers read back what they sent).
+  const ownEmail = userName !== null && userName === user.email;
   return { id: user.id, firstname: user.firstname, lastname: user.lastname, email: user.email, external: user.external, status: user.status, userName: ownEmail ? null : userName, externalId };
 }
 

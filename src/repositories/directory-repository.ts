@@ -141,6 +141,44 @@ export async function listUsers(db: Kysely<Database>, query: UserListQuery, offs
   return { total: Number(count.count), rows };
 }
 
+/** What a SCIM `/Users` filter tests (every condition holds): userName and email ignoring case, the rest exactly. */
+export interface ScimUserQuery {
+  orgId: string;
+  userNameLower?: string[];
+  emailLower?: string[];
+  externalId?: string[];
+  id?: string[];
+  /** Lower-cased: as the lookup derives it (first and last name, else the email). Not indexed: a scan. */
+  displayNameLower?: string[];
+}
+
+/**
+ * A page of the organization's users matching a SCIM filter, in creation order (seq), and how many
+ * match. userName is what the unique index on coalesce(user_name_lower, email_lower) holds, so an
+ * `eq` on it reads one index entry.
+ */
+export async function findScimUsers(db: Kysely<Database>, query: ScimUserQuery, offset: number, limit: number): Promise<{ total: number; rows: UserRecord[] }> {
+  let select = db.selectFrom('users as u').where('u.org_id', '=', query.orgId).where('u.status', '<>', 'deleted');
+  for (const value of query.userNameLower ?? []) select = select.where(sql<string>`coalesce(u.user_name_lower, u.email_lower)`, '=', value);
+  for (const value of query.emailLower ?? []) select = select.where('u.email_lower', '=', value);
+  for (const value of query.externalId ?? []) select = select.where('u.external_id', '=', value);
+  for (const value of query.id ?? []) select = select.where('u.id', '=', value);
+  for (const value of query.displayNameLower ?? []) {
+    select = select.where(
+      sql<string>`lower(case
+        when coalesce(u.firstname, '') = '' and coalesce(u.lastname, '') = '' then u.email
+        when coalesce(u.firstname, '') = '' then u.lastname
+        when coalesce(u.lastname, '') = '' then u.firstname
+        else u.firstname || ' ' || u.lastname end)`,
+      '=',
+      value,
+    );
+  }
+  const count = await select.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  const rows = limit === 0 ? [] : await select.selectAll('u').orderBy('u.seq').offset(offset).limit(limit).execute();
+  return { total: Number(count.count), rows };
+}
+
 /** Members counted from the tallies (a few rows per room). */
 function withMemberCount(db: Kysely<Database>) {
   return db.selectFrom('rooms as r').selectAll('r').select((eb) =>

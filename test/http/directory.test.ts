@@ -130,8 +130,12 @@ describe('directory management API', () => {
   });
 
   it('stores a userName equal to the email as unset: it follows the email', async () => {
-    const created = await call('POST', `${API}/acme/users`, { id: 'un1', email: 'un1@acme.example', userName: 'UN1@acme.example' });
+    const created = await call('POST', `${API}/acme/users`, { id: 'un1', email: 'un1@acme.example', userName: 'un1@acme.example' });
     assert.equal(created.json().userName, 'un1@acme.example');
+    // One that differs in case is kept as given (identity providers read back what they sent).
+    const cased = await call('POST', `${API}/acme/users`, { id: 'un2', email: 'un2@acme.example', userName: 'UN2@acme.example' });
+    assert.equal(cased.json().userName, 'UN2@acme.example');
+    assert.equal((await call('PATCH', `${API}/acme/users/un2`, { email: 'un2.new@acme.example' })).json().userName, 'UN2@acme.example');
     const moved = await call('PATCH', `${API}/acme/users/un1`, { email: 'un1.new@acme.example' });
     assert.equal(moved.json().userName, 'un1.new@acme.example');
     const named = await call('PATCH', `${API}/acme/users/un1`, { userName: 'un-one' });

@@ -14,6 +14,7 @@ import * as changedIn from './2026-11-23T0900-changed-in.ts';
 import * as directoryStates from './2026-11-24T0000-directory-states.ts';
 import * as directoryWrites from './2026-11-25T0000-directory-writes.ts';
 import * as apiTokens from './2026-11-25T0100-api-tokens.ts';
+import * as scimLookups from './2026-11-25T0200-scim-lookups.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -35,6 +36,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-24T0000-directory-states': directoryStates,
   '2026-11-25T0000-directory-writes': directoryWrites,
   '2026-11-25T0100-api-tokens': apiTokens,
+  '2026-11-25T0200-scim-lookups': scimLookups,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -1,0 +1,16 @@
+import type { Kysely } from 'kysely';
+import type { DialectName } from '../dialect.ts';
+
+// Frozen in time: never import application code here (the dialect name is a plain type).
+
+/**
+ * SCIM clients look users up by `externalId` (contract section 9): indexed, so the lookup an
+ * identity provider makes before every change reads one entry, not the organization.
+ */
+export async function up(db: Kysely<any>, _dialect: DialectName): Promise<void> {
+  await db.schema.createIndex('users_by_external_id').on('users').columns(['org_id', 'external_id']).execute();
+}
+
+export async function down(db: Kysely<any>, _dialect: DialectName): Promise<void> {
+  await db.schema.dropIndex('users_by_external_id').execute();
+}

@@ -1,0 +1,175 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
+import { isDatabaseUnreachable } from '../db/database-errors.ts';
+import type { DirectoryService } from '../directory/directory-service.ts';
+import { attributeList, projected } from '../scim/attributes.ts';
+import { resourceTypes, schemas, serviceProviderConfig } from '../scim/discovery.ts';
+import { ScimError } from '../scim/scim-error.ts';
+import { scimPaging, ScimUsers } from '../scim/scim-users.ts';
+import { afterPendingReads } from './after-pending-reads.ts';
+
+/** Where each organization's SCIM service is: the "tenant URL" an administrator gives the identity provider. */
+export const SCIM_PREFIX = '/scim/v2/organizations';
+const SCIM_JSON = 'application/scim+json; charset=utf-8';
+/** SCIM bodies: a user is well under 1 KiB; a group's member list may be long. */
+const BODY_LIMIT = 1024 * 1024;
+
+export interface ScimRouteOptions {
+  authenticator: Authenticator;
+  directory: DirectoryService;
+  users: ScimUsers;
+  /** The public base URL (SIGNROOM_PUBLIC_BASE_URL), for `meta.location`; "/" means the request's own host. */
+  publicBaseUrl: string;
+}
+
+type OrgParams = { organizationId: string };
+type UserParams = OrgParams & { userId: string };
+type ListQuery = { filter?: string; startIndex?: string; count?: string; attributes?: string; excludedAttributes?: string };
+
+/**
+ * The SCIM 2.0 service (contract section 9, RFC 7643/7644), one per organization under
+ * SCIM_PREFIX: its own content types (`application/scim+json` answers; that and
+ * `application/json` taken), its own errors (RFC 7644 §3.12), API tokens or Basic credentials
+ * covering the organization. Not in the OpenAPI document: identity providers speak SCIM, and
+ * discover it through /ServiceProviderConfig, /ResourceTypes and /Schemas.
+ */
+export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
+  const { authenticator, users } = options;
+  // An empty body is no body: identity providers send a JSON content type with a DELETE too.
+  const json = app.getDefaultJsonParser('error', 'error');
+  const parseJson: typeof json = (request, body, done) => (body === '' ? done(null, undefined) : json(request, body, done));
+  app.removeContentTypeParser('application/json');
+  for (const type of ['application/json', 'application/scim+json']) app.addContentTypeParser(type, { parseAs: 'string', bodyLimit: BODY_LIMIT }, parseJson);
+
+  app.setErrorHandler((error: FastifyError | ScimError, request, reply) => sendScimError(reply, toScimError(error, request)));
+  app.setNotFoundHandler((request, reply) => sendScimError(reply, new ScimError(404, `No SCIM resource at ${request.method} ${request.url.split('?')[0]}.`)));
+
+  app.addHook('onRequest', async (request, reply) => {
+    request.receivedAt = performance.now();
+    await afterPendingReads();
+    const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
+    if (outcome.kind === 'throttled') {
+      reply.header('retry-after', String(outcome.retryAfterSeconds));
+      return sendScimError(reply, new ScimError(429, `Too many failed logins; try again in ${outcome.retryAfterSeconds} s.`));
+    }
+    if (outcome.kind !== 'authenticated') {
+      reply.header('www-authenticate', 'Bearer realm="signroom"');
+      return sendScimError(reply, new ScimError(401, 'This SCIM service needs an API token of the organization (Authorization: Bearer) or a Basic credential covering it.'));
+    }
+    request.username = outcome.username;
+    const orgId = (request.params as Partial<OrgParams> | undefined)?.organizationId;
+    if (orgId !== undefined && !scopeIncludes(outcome.scope, orgId)) {
+      return sendScimError(reply, new ScimError(403, `This token or credential is not allowed to act on organization "${orgId}".`));
+    }
+    return undefined;
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  const base = (request: FastifyRequest<{ Params: OrgParams }>) => `${publicBase(options.publicBaseUrl, request)}${SCIM_PREFIX}/${encodeURIComponent(request.params.organizationId)}`;
+  const userLocation = (request: FastifyRequest<{ Params: OrgParams }>) => (id: string) => `${base(request)}/Users/${encodeURIComponent(id)}`;
+  const actor = (request: FastifyRequest) => ({ actor: request.username ?? 'unknown', requestId: request.id });
+  const send = (reply: FastifyReply, status: number, body: object, etag?: string) => {
+    if (etag !== undefined) reply.header('etag', etag);
+    return reply.code(status).type(SCIM_JSON).send(JSON.stringify(body));
+  };
+  const hidden = { schema: { hide: true } };
+
+  app.get<{ Params: OrgParams }>('/:organizationId/ServiceProviderConfig', hidden, async (request, reply) => {
+    await options.directory.organization(request.params.organizationId);
+    return send(reply, 200, serviceProviderConfig(base(request)));
+  });
+  app.get<{ Params: OrgParams }>('/:organizationId/ResourceTypes', hidden, async (request, reply) => {
+    await options.directory.organization(request.params.organizationId);
+    return send(reply, 200, resourceTypes(base(request)));
+  });
+  app.get<{ Params: OrgParams }>('/:organizationId/Schemas', hidden, async (request, reply) => {
+    await options.directory.organization(request.params.organizationId);
+    return send(reply, 200, schemas(base(request)));
+  });
+
+  app.get<{ Params: OrgParams; Querystring: ListQuery }>('/:organizationId/Users', hidden, async (request, reply) => {
+    const { filter, attributes, excludedAttributes } = request.query;
+    const paging = scimPaging(integerParameter(request.query.startIndex, 'startIndex'), integerParameter(request.query.count, 'count'));
+    const list = await users.list(request.params.organizationId, { filter, ...paging }, userLocation(request));
+    const only = attributeList(attributes, 'attributes');
+    const without = attributeList(excludedAttributes, 'excludedAttributes');
+    return send(reply, 200, { ...list, Resources: list.Resources.map((user) => projected({ ...user }, only, without)) });
+  });
+  app.post<{ Params: OrgParams }>('/:organizationId/Users', hidden, async (request, reply) => {
+    const user = await users.create(request.params.organizationId, bodyObject(request.body), actor(request), userLocation(request));
+    reply.header('location', user.meta.location);
+    return send(reply, 201, projectedFor(request, user), user.meta.version);
+  });
+  app.get<{ Params: UserParams }>('/:organizationId/Users/:userId', hidden, async (request, reply) => {
+    const user = await users.get(request.params.organizationId, request.params.userId, userLocation(request));
+    return send(reply, 200, projectedFor(request, user), user.meta.version);
+  });
+  app.put<{ Params: UserParams }>('/:organizationId/Users/:userId', hidden, async (request, reply) => {
+    const { organizationId, userId } = request.params;
+    const user = await users.replace(organizationId, userId, bodyObject(request.body), ifMatchOf(request), actor(request), userLocation(request));
+    return send(reply, 200, projectedFor(request, user), user.meta.version);
+  });
+  app.patch<{ Params: UserParams }>('/:organizationId/Users/:userId', hidden, async (request, reply) => {
+    const { organizationId, userId } = request.params;
+    const user = await users.patch(organizationId, userId, bodyObject(request.body), ifMatchOf(request), actor(request), userLocation(request));
+    return send(reply, 200, projectedFor(request, user), user.meta.version);
+  });
+  app.delete<{ Params: UserParams }>('/:organizationId/Users/:userId', hidden, async (request, reply) => {
+    await users.delete(request.params.organizationId, request.params.userId, ifMatchOf(request), actor(request));
+    return reply.code(204).send();
+  });
+}
+
+/** The answer's attributes as `attributes` / `excludedAttributes` of the query ask. */
+function projectedFor(request: FastifyRequest, resource: object): object {
+  const query = request.query as { attributes?: string; excludedAttributes?: string };
+  return projected({ ...resource }, attributeList(query.attributes, 'attributes'), attributeList(query.excludedAttributes, 'excludedAttributes'));
+}
+
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ScimError(400, 'The body must be a JSON object.', 'invalidSyntax');
+  return body as Record<string, unknown>;
+}
+
+function ifMatchOf(request: FastifyRequest): string | undefined {
+  const value = request.headers['if-match'];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** An integer query parameter (`startIndex`, `count`); 400 `invalidValue` for anything else. */
+function integerParameter(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!/^-?\d{1,9}$/.test(value)) throw new ScimError(400, `"${name}" must be an integer.`, 'invalidValue');
+  return Number(value);
+}
+
+function publicBase(configured: string, request: FastifyRequest): string {
+  if (configured !== '/' && configured !== '') return configured.replace(/\/$/, '');
+  return `${request.protocol}://${request.host}`;
+}
+
+/** Any error of a SCIM request as a SCIM error: Fastify's own (bodies, content types) included. */
+function toScimError(error: FastifyError | ScimError, request: FastifyRequest): ScimError {
+  if (error instanceof ScimError) return error;
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ScimError(413, `The body is larger than ${BODY_LIMIT} bytes.`);
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ScimError(415, 'Bodies are application/scim+json or application/json.');
+  if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new ScimError(400, 'The body is not valid JSON.', 'invalidSyntax');
+  if (isDatabaseUnreachable(error)) {
+    request.log.error({ err: error }, 'database unreachable');
+    return new ScimError(503, 'The database is not reachable right now; try again shortly.');
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return new ScimError(error.statusCode, error.message);
+  // The directory service's problems (404 of an organization, 412, 503) keep their status.
+  const status = (error as { statusCode?: number }).statusCode;
+  if (status !== undefined && status >= 400 && status < 600 && status !== 500) return new ScimError(status, error.message);
+  request.log.error({ err: error }, 'request failed');
+  return new ScimError(500, 'The server could not complete the request. The request id in the x-request-id header identifies it in the log.');
+}
+
+function sendScimError(reply: FastifyReply, error: ScimError): FastifyReply {
+  if (error.status === 503) reply.header('retry-after', '5');
+  return reply.code(error.status).type(SCIM_JSON).send(JSON.stringify(error.body()));
+}

@@ -1,0 +1,47 @@
+import { ScimError } from './scim-error.ts';
+
+/** Attributes every answer keeps, whatever `attributes` or `excludedAttributes` say (RFC 7643 §7 "returned: always"). */
+const ALWAYS = new Set(['id', 'schemas']);
+
+/** A comma-separated list of attribute paths, lower-cased; 400 `invalidValue` for a list too long. */
+export function attributeList(value: string | undefined, parameter: string): string[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  if (value.length > 2_000) throw new ScimError(400, `"${parameter}" is longer than 2,000 characters.`, 'invalidValue');
+  return value.split(',').map((path) => path.trim().toLowerCase()).filter((path) => path !== '');
+}
+
+/**
+ * A resource with only the `attributes` asked for (RFC 7644 §3.9), or without the
+ * `excludedAttributes`: top-level attributes and one level of sub-attributes (`name.givenName`),
+ * an extension's by its URN prefix. Names ignore case.
+ */
+export function projected(resource: Record<string, unknown>, attributes: string[] | undefined, excluded: string[] | undefined): Record<string, unknown> {
+  if (attributes !== undefined) {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(resource)) {
+      const lower = key.toLowerCase();
+      if (ALWAYS.has(lower) || attributes.includes(lower)) {
+        out[key] = value;
+        continue;
+      }
+      // Sub-attributes: `name.givenName`, or an extension's `urn:…:User:external`.
+      const separator = lower.startsWith('urn:') ? ':' : '.';
+      const names = attributes.filter((path) => path.startsWith(`${lower}${separator}`)).map((path) => path.slice(lower.length + 1));
+      if (names.length === 0 || typeof value !== 'object' || value === null) continue;
+      const pick = (item: object) => Object.fromEntries(Object.entries(item).filter(([sub]) => names.includes(sub.toLowerCase())));
+      out[key] = Array.isArray(value) ? value.map((item: object) => pick(item)) : pick(value);
+    }
+    return out;
+  }
+  if (excluded !== undefined) {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(resource)) {
+      const lower = key.toLowerCase();
+      if (!ALWAYS.has(lower) && excluded.includes(lower)) continue;
+      const subs = excluded.filter((path) => path.startsWith(`${lower}.`)).map((path) => path.slice(lower.length + 1));
+      out[key] = subs.length > 0 && typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).filter(([sub]) => !subs.includes(sub.toLowerCase()))) : value;
+    }
+    return out;
+  }
+  return resource;
+}

@@ -1,0 +1,117 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/tables.ts';
+import type { Actor } from '../directory/audit.ts';
+import { etagOf, toUser, type DirectoryService, type Tagged } from '../directory/directory-service.ts';
+import { ProblemError } from '../errors.ts';
+import { findScimUsers, type ScimUserQuery } from '../repositories/directory-repository.ts';
+import type { UserBody } from '../schemas/directory.ts';
+import { ScimError } from './scim-error.ts';
+import { parseUserFilter } from './user-filter.ts';
+import { patchScimUser, toScimUser, userFromScim, type ScimUser } from './user-resource.ts';
+
+export const LIST_RESPONSE_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+/** `count` when none is asked for, and the most one page holds (contract section 9). */
+export const DEFAULT_COUNT = 100;
+export const MAX_COUNT = 1_000;
+
+export interface ScimList<T> {
+  schemas: [typeof LIST_RESPONSE_SCHEMA];
+  totalResults: number;
+  startIndex: number;
+  itemsPerPage: number;
+  Resources: T[];
+}
+
+/** Paging as RFC 7644 §3.4.2.4 reads it: `startIndex` below 1 is 1, `count` below 0 is 0, above MAX_COUNT is MAX_COUNT. */
+export function scimPaging(startIndex: number | undefined, count: number | undefined): { startIndex: number; count: number } {
+  return { startIndex: Math.max(1, startIndex ?? 1), count: Math.min(MAX_COUNT, Math.max(0, count ?? DEFAULT_COUNT)) };
+}
+
+/** A problem from the directory service as the SCIM error an identity provider understands. */
+export function scimErrorOf(error: unknown): unknown {
+  if (!(error instanceof ProblemError)) return error;
+  switch (error.code) {
+    case 'invalid-parameter':
+    case 'malformed-request':
+      return new ScimError(400, error.message, 'invalidValue');
+    case 'email-taken':
+    case 'user-name-taken':
+    case 'user-exists':
+    case 'room-exists':
+      return new ScimError(409, error.message, 'uniqueness');
+    default:
+      return new ScimError(error.statusCode, error.message);
+  }
+}
+
+/**
+ * SCIM `/Users` of one organization (contract section 9) over the directory service: every write
+ * is the REST write it maps to, through the one directory writer (audited, read your writes).
+ */
+export class ScimUsers {
+  readonly #db: Kysely<Database>;
+  readonly #directory: DirectoryService;
+
+  constructor(db: Kysely<Database>, directory: DirectoryService) {
+    this.#db = db;
+    this.#directory = directory;
+  }
+
+  async list(orgId: string, request: { filter?: string | undefined; startIndex: number; count: number }, locationOf: (id: string) => string): Promise<ScimList<ScimUser>> {
+    const query: ScimUserQuery = { orgId };
+    for (const condition of request.filter === undefined ? [] : parseUserFilter(request.filter)) {
+      if (condition.attribute === 'userName') (query.userNameLower ??= []).push(condition.value.toLowerCase());
+      if (condition.attribute === 'email') (query.emailLower ??= []).push(condition.value.toLowerCase());
+      if (condition.attribute === 'externalId') (query.externalId ??= []).push(condition.value);
+      if (condition.attribute === 'id') (query.id ??= []).push(condition.value);
+      if (condition.attribute === 'displayName') (query.displayNameLower ??= []).push(condition.value.toLowerCase());
+    }
+    await this.#directory.organization(orgId).catch((error: unknown) => Promise.reject(scimErrorOf(error)));
+    const { total, rows } = await findScimUsers(this.#db, query, request.startIndex - 1, request.count);
+    const resources = rows.map((row) => {
+      const body = toUser(row);
+      return toScimUser(body, locationOf(body.id), etagOf(body));
+    });
+    return { schemas: [LIST_RESPONSE_SCHEMA], totalResults: total, startIndex: request.startIndex, itemsPerPage: resources.length, Resources: resources };
+  }
+
+  async get(orgId: string, userId: string, locationOf: (id: string) => string): Promise<ScimUser> {
+    return scimUserOf(await this.#call(() => this.#directory.user(orgId, userId)), locationOf);
+  }
+
+  async create(orgId: string, body: Record<string, unknown>, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
+    const user = userFromScim(body, undefined);
+    return scimUserOf(await this.#call(() => this.#directory.createUser(orgId, user, actor)), locationOf);
+  }
+
+  async replace(orgId: string, userId: string, body: Record<string, unknown>, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
+    if (body['id'] !== undefined && body['id'] !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
+    const current = await this.#call(() => this.#directory.user(orgId, userId));
+    const user = userFromScim(body, current.body.status);
+    return scimUserOf(await this.#call(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch, actor)), locationOf);
+  }
+
+  async patch(orgId: string, userId: string, body: unknown, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
+    const current = await this.#call(() => this.#directory.user(orgId, userId));
+    const patched = patchScimUser(toScimUser(current.body, locationOf(userId), current.etag), body);
+    const user = userFromScim(patched, current.body.status);
+    // The version read is the one patched: a write landing in between is a 412, not lost.
+    return scimUserOf(await this.#call(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch ?? current.etag, actor)), locationOf);
+  }
+
+  async delete(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
+    await this.#call(() => this.#directory.deleteUser(orgId, userId, ifMatch, actor));
+  }
+
+  async #call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw scimErrorOf(error);
+    }
+  }
+}
+
+function scimUserOf(tagged: Tagged<UserBody>, locationOf: (id: string) => string): ScimUser {
+  return toScimUser(tagged.body, locationOf(tagged.body.id), tagged.etag);
+}

@@ -1,0 +1,155 @@
+import { scimPatch, type ScimPatchOperation, type ScimResource } from 'scim-patch';
+import type { UserBody } from '../schemas/directory.ts';
+import { displayName } from '../domain/signatory-rules.ts';
+import { ScimError } from './scim-error.ts';
+
+/**
+ * SCIM Users (RFC 7643 §4.1) as signroom's users (contract section 9), both ways, pure. The
+ * directory service validates what they become, as for the REST routes.
+ */
+export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+export const SIGNROOM_USER_SCHEMA = 'urn:signroom:params:scim:schemas:extension:2.0:User';
+export const ENTERPRISE_USER_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+export interface ScimUser {
+  schemas: string[];
+  id: string;
+  externalId?: string;
+  userName: string;
+  name: { givenName?: string; familyName?: string };
+  displayName: string;
+  emails: { value: string; type: 'work'; primary: true }[];
+  active: boolean;
+  [SIGNROOM_USER_SCHEMA]: { external: boolean };
+  meta: { resourceType: 'User'; created: string; lastModified: string; location: string; version: string };
+}
+
+/** The SCIM representation of a user; `location` is its URL, `version` its ETag. */
+export function toScimUser(user: UserBody, location: string, version: string): ScimUser {
+  const name: ScimUser['name'] = {};
+  if (user.firstname !== null && user.firstname !== undefined) name.givenName = user.firstname;
+  if (user.lastname !== null && user.lastname !== undefined) name.familyName = user.lastname;
+  return {
+    schemas: [USER_SCHEMA, SIGNROOM_USER_SCHEMA],
+    id: user.id,
+    ...(user.externalId !== null && user.externalId !== undefined ? { externalId: user.externalId } : {}),
+    userName: user.userName ?? user.email,
+    name,
+    displayName: displayName({ firstname: user.firstname ?? null, lastname: user.lastname ?? null, email: user.email }),
+    emails: [{ value: user.email, type: 'work', primary: true }],
+    active: user.status !== 'suspended',
+    [SIGNROOM_USER_SCHEMA]: { external: user.external ?? false },
+    meta: { resourceType: 'User', created: user.createdAt, lastModified: user.updatedAt, location, version },
+  };
+}
+
+/** A boolean as identity providers send it: JSON, or Entra ID's "True"/"False". */
+function booleanOf(value: unknown, attribute: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
+  throw new ScimError(400, `"${attribute}" must be a boolean.`, 'invalidValue');
+}
+
+function stringOf(value: unknown, attribute: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  throw new ScimError(400, `"${attribute}" must be a string.`, 'invalidValue');
+}
+
+function objectOf(value: unknown, attribute: string): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  throw new ScimError(400, `"${attribute}" must be an object.`, 'invalidValue');
+}
+
+/** The email a SCIM user gives: the primary one, else the first; none: undefined. */
+function emailOf(emails: unknown): string | undefined {
+  if (emails === undefined || emails === null) return undefined;
+  if (!Array.isArray(emails)) throw new ScimError(400, '"emails" must be a list.', 'invalidValue');
+  const listed = emails.map((email, k) => objectOf(email, `emails[${k}]`));
+  const chosen = listed.find((email) => booleanOf(email['primary'], 'emails.primary') === true) ?? listed[0];
+  return chosen === undefined ? undefined : stringOf(chosen['value'], 'emails.value');
+}
+
+/**
+ * The directory user a SCIM User body describes, as the REST routes take it (`status` from
+ * `active`: false suspends; true activates a suspended user and keeps a pending one pending).
+ * `displayName`, `meta`, attributes not kept and the enterprise extension are ignored.
+ */
+export function userFromScim(resource: Record<string, unknown>, currentStatus: UserBody['status'] | undefined): Record<string, unknown> {
+  const userName = stringOf(resource['userName'], 'userName');
+  if (userName === undefined || userName.trim() === '') throw new ScimError(400, '"userName" is required.', 'invalidValue');
+  const name = objectOf(resource['name'], 'name');
+  const active = booleanOf(resource['active'], 'active');
+  const extension = objectOf(resource[SIGNROOM_USER_SCHEMA], SIGNROOM_USER_SCHEMA);
+  const status = active === false ? 'suspended' : currentStatus === undefined || currentStatus === 'suspended' ? 'active' : currentStatus;
+  return {
+    userName,
+    email: emailOf(resource['emails']) ?? userName,
+    firstname: stringOf(name['givenName'], 'name.givenName') ?? null,
+    lastname: stringOf(name['familyName'], 'name.familyName') ?? null,
+    externalId: stringOf(resource['externalId'], 'externalId'),
+    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? false,
+    status,
+  };
+}
+
+/** Attributes of RFC 7643's User that a write may name: kept ones, and the rest accepted and ignored. */
+const USER_ATTRIBUTES = new Set(
+  [
+    'userName', 'name', 'displayName', 'nickName', 'profileUrl', 'title', 'userType', 'preferredLanguage', 'locale', 'timezone', 'active',
+    'password', 'emails', 'phoneNumbers', 'ims', 'photos', 'addresses', 'groups', 'entitlements', 'roles', 'x509Certificates', 'externalId', 'schemas',
+  ].map((attribute) => attribute.toLowerCase()),
+);
+const READ_ONLY = new Set(['id', 'meta']);
+
+/** 400 for a path (or pathless value member) that names a read-only or unknown attribute. */
+function checkAttribute(path: string): void {
+  const lower = path.toLowerCase();
+  if (lower.startsWith(ENTERPRISE_USER_SCHEMA.toLowerCase()) || lower.startsWith(SIGNROOM_USER_SCHEMA.toLowerCase())) return;
+  const root = lower.split(/[.[]/, 1)[0]!;
+  if (READ_ONLY.has(root)) throw new ScimError(400, `"${path}" is read-only.`, 'mutability');
+  if (!USER_ATTRIBUTES.has(root)) throw new ScimError(400, `"${path}" is not an attribute of a User.`, 'noTarget');
+}
+
+/**
+ * A SCIM PATCH (RFC 7644 §3.5.2) applied to a user, by scim-patch, after what real clients send
+ * is made what the RFC says: Entra ID's capitalised `op`s. Paths to `id` or `meta` are 400
+ * `mutability` (a pathless value may repeat the user's own `id`, as Okta's do); unknown attributes
+ * 400 `noTarget`; anything scim-patch refuses, 400 `invalidValue` (`invalidSyntax` for the body).
+ */
+export function patchScimUser(current: ScimUser, body: unknown): Record<string, unknown> {
+  const operations = patchOperations(body);
+  for (const operation of operations) {
+    if (operation.path !== undefined) {
+      checkAttribute(operation.path);
+    } else if (operation.op !== 'remove') {
+      const value = objectOf((operation as { value?: unknown }).value, 'value');
+      for (const key of Object.keys(value)) {
+        if (key.toLowerCase() === 'id' && value[key] !== current.id) throw new ScimError(400, '"id" is read-only.', 'mutability');
+        if (key.toLowerCase() !== 'id') checkAttribute(key);
+      }
+    }
+  }
+  try {
+    return scimPatch(structuredClone(current) as unknown as ScimResource, operations, { mutateDocument: true }) as unknown as Record<string, unknown>;
+  } catch (error) {
+    throw new ScimError(400, `The patch cannot be applied: ${(error as Error).message.replace(/^Invalid SCIM Patch: /, '')}`, 'invalidValue');
+  }
+}
+
+/** The operations of a PatchOp body, each `op` lower-cased; 400 `invalidSyntax` when the body is not one. */
+export function patchOperations(body: unknown): ScimPatchOperation[] {
+  const operations = objectOf(body, 'body')['Operations'];
+  if (!Array.isArray(operations) || operations.length === 0) throw new ScimError(400, 'A PATCH body has a non-empty "Operations" list.', 'invalidSyntax');
+  return operations.map((operation, k) => {
+    const fields = objectOf(operation, `Operations[${k}]`);
+    const op = typeof fields['op'] === 'string' ? fields['op'].toLowerCase() : undefined;
+    if (op !== 'add' && op !== 'replace' && op !== 'remove') throw new ScimError(400, `Operations[${k}].op must be add, replace or remove.`, 'invalidValue');
+    const path = fields['path'];
+    if (path !== undefined && typeof path !== 'string') throw new ScimError(400, `Operations[${k}].path must be a string.`, 'invalidValue');
+    if (op === 'remove' && path === undefined) throw new ScimError(400, `Operations[${k}]: remove needs a path.`, 'noTarget');
+    return { ...fields, op } as ScimPatchOperation;
+  });
+}

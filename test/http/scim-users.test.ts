@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { newToken, tokenHash } from '../../src/domain/api-token.ts';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const SCIM = '/scim/v2/organizations/acme';
+const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * SCIM /Users (contract section 9) as Microsoft Entra ID and Okta send it, on the real app and
+ * database: every write through the directory writer (the next lookup shows it, one audit event
+ * as `token:<id>`), every bad input a SCIM error that changes nothing.
+ */
+describe('SCIM /Users', () => {
+  let t: TestApp;
+  let token: string;
+  let tokenId: string;
+  let otherToken: string;
+  const call = (method: Method, url: string, body?: unknown, headers: Record<string, string> = {}) =>
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}), ...headers },
+      ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+  const lookupEmails = async (query: string) =>
+    ((await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=100&${query}`, headers: { authorization: basic('root', 'root-password') } })).json() as { content: { email: string }[] }).content.map((s) => s.email);
+  const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
+  const addToken = async (orgId: string) => {
+    const secret = newToken();
+    const id = `t${Math.random().toString(16).slice(2, 10)}`;
+    await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${id}, ${orgId}, 'test', ${tokenHash(secret)}, ${new Date().toISOString()})`);
+    return { secret, id };
+  };
+  const assertScimError = (response: Awaited<ReturnType<typeof call>>, status: number, scimType?: string) => {
+    assert.equal(response.statusCode, status, response.body);
+    assert.equal(response.headers['content-type'], 'application/scim+json; charset=utf-8');
+    const body = response.json();
+    assert.deepEqual(body.schemas, [ERROR]);
+    assert.equal(body.status, String(status));
+    assert.equal(body.scimType, scimType);
+    assert.equal(typeof body.detail, 'string');
+  };
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+    ({ secret: token, id: tokenId } = await addToken('acme'));
+    ({ secret: otherToken } = await addToken('other'));
+  });
+  after(async () => t.close());
+
+  it('runs an Entra ID provisioning cycle as Entra sends it', async () => {
+    // Entra first looks the user up, and expects an empty list, not a 404.
+    const probe = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent('userName eq "Ella.Entra@acme.example"')}`);
+    assert.equal(probe.statusCode, 200);
+    assert.equal(probe.headers['content-type'], 'application/scim+json; charset=utf-8');
+    assert.deepEqual(probe.json(), { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: 0, startIndex: 1, itemsPerPage: 0, Resources: [] });
+    const created = await call('POST', `${SCIM}/Users`, {
+      schemas: [USER, ENTERPRISE],
+      externalId: 'entra-0001',
+      userName: 'Ella.Entra@acme.example',
+      active: true,
+      displayName: 'Ella Entra',
+      emails: [{ primary: true, type: 'work', value: 'ella.entra@acme.example' }],
+      meta: { resourceType: 'User' },
+      name: { formatted: 'Ella Entra', familyName: 'Entra', givenName: 'Ella' },
+      [ENTERPRISE]: { department: 'Legal', employeeNumber: '42' },
+    });
+    assert.equal(created.statusCode, 201, created.body);
+    const user = created.json();
+    assert.equal(created.headers['location'], user.meta.location);
+    assert.equal(created.headers['etag'], user.meta.version);
+    assert.equal(user.userName, 'Ella.Entra@acme.example');
+    assert.deepEqual(user.name, { givenName: 'Ella', familyName: 'Entra' });
+    assert.equal(user.active, true);
+    assert.deepEqual(user.emails, [{ value: 'ella.entra@acme.example', type: 'work', primary: true }]);
+    assert.equal(user[ENTERPRISE], undefined, 'the enterprise extension is accepted and not kept');
+    assert.ok((await lookupEmails('searchQuery=ella')).includes('ella.entra@acme.example'));
+    // The lookup by externalId and by userName, ignoring case.
+    for (const filter of ['externalId eq "entra-0001"', 'userName eq "ELLA.ENTRA@ACME.EXAMPLE"', 'emails[type eq "work"].value eq "ella.entra@acme.example"']) {
+      const found = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(filter)}`);
+      assert.deepEqual(found.json().Resources.map((r: { id: string }) => r.id), [user.id], filter);
+    }
+    // Entra's PATCH: capitalised ops, string booleans, dotted keys in a pathless replace, an email by its type, displayName ignored.
+    const patched = await call('PATCH', `${SCIM}/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'Replace', value: { 'name.givenName': 'Elle', displayName: 'Whatever Entra says' } },
+        { op: 'Add', path: 'emails[type eq "work"].value', value: 'elle.entra@acme.example' },
+        { op: 'Replace', path: `${ENTERPRISE}:department`, value: 'Finance' },
+      ],
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal(patched.json().name.givenName, 'Elle');
+    assert.equal(patched.json().displayName, 'Elle Entra');
+    assert.deepEqual(patched.json().emails.map((e: { value: string }) => e.value), ['elle.entra@acme.example']);
+    assert.ok((await lookupEmails('searchQuery=elle')).includes('elle.entra@acme.example'));
+    // Deactivated: never a candidate of a lookup that starts after the answer.
+    const deactivated = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] });
+    assert.equal(deactivated.statusCode, 200, deactivated.body);
+    assert.equal(deactivated.json().active, false);
+    assert.ok(!(await lookupEmails('searchQuery=entra')).includes('elle.entra@acme.example'));
+    assert.equal((await call('DELETE', `${SCIM}/Users/${user.id}`, '')).statusCode, 204);
+    assertScimError(await call('GET', `${SCIM}/Users/${user.id}`), 404);
+    const recorded = (await events()).filter((event) => event.target_id === user.id);
+    assert.deepEqual(recorded.map((event) => [event.action, event.actor]), [
+      ['user.created', `token:${tokenId}`],
+      ['user.updated', `token:${tokenId}`],
+      ['user.updated', `token:${tokenId}`],
+      ['user.deleted', `token:${tokenId}`],
+    ]);
+  });
+
+  it('runs an Okta provisioning cycle as Okta sends it', async () => {
+    const probe = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent('userName eq "otto@acme.example"')}&startIndex=1&count=100`);
+    assert.equal(probe.json().totalResults, 0);
+    const created = await call(
+      'POST',
+      `${SCIM}/Users`,
+      { schemas: [USER], userName: 'otto@acme.example', name: { givenName: 'Otto', familyName: 'Okta' }, emails: [{ primary: true, value: 'otto@acme.example', type: 'work' }], displayName: 'Otto Okta', locale: 'en-US', externalId: '00u1okta', groups: [], password: 'Secr3t!', active: true },
+      { 'content-type': 'application/json; charset=utf-8' },
+    );
+    assert.equal(created.statusCode, 201, created.body);
+    const { id } = created.json();
+    const put = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER],
+      id,
+      userName: 'otto@acme.example',
+      name: { givenName: 'Otto', familyName: 'Oktavian' },
+      emails: [{ primary: true, value: 'otto@acme.example', type: 'work' }],
+      active: true,
+      password: 'N3wSecr3t!',
+      groups: [{ value: 'board', display: 'Board' }],
+      locale: 'de-DE',
+    });
+    assert.equal(put.statusCode, 200, put.body);
+    assert.equal(put.json().name.familyName, 'Oktavian');
+    const off = await call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] });
+    assert.equal(off.statusCode, 200, off.body);
+    assert.equal(off.json().active, false);
+    assert.ok(!(await lookupEmails('searchQuery=otto')).includes('otto@acme.example'));
+    const on = await call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] });
+    assert.equal(on.json().active, true);
+    assert.ok((await lookupEmails('searchQuery=otto')).includes('otto@acme.example'));
+  });
+
+  it('answers attributes and excludedAttributes, and pages from startIndex', async () => {
+    const only = await call('GET', `${SCIM}/Users?attributes=userName,name.givenName&count=2`);
+    assert.equal(only.statusCode, 200);
+    const list = only.json();
+    assert.equal(list.itemsPerPage, 2);
+    assert.ok(list.totalResults >= 4);
+    for (const resource of list.Resources) assert.deepEqual(Object.keys(resource).sort(), ['id', 'name', 'schemas', 'userName'].filter((key) => key !== 'name' || resource.name !== undefined).sort());
+    const without = await call('GET', `${SCIM}/Users/u1?excludedAttributes=emails,meta`);
+    assert.equal(without.json().emails, undefined);
+    assert.equal(without.json().meta, undefined);
+    assert.equal(without.json().id, 'u1');
+    const second = await call('GET', `${SCIM}/Users?startIndex=2&count=1`);
+    assert.equal(second.json().startIndex, 2);
+    assert.notEqual(second.json().Resources[0].id, list.Resources[0].id);
+    for (const startIndex of ['0', '-3']) assert.equal((await call('GET', `${SCIM}/Users?startIndex=${startIndex}&count=1`)).json().startIndex, 1);
+    const capped = await call('GET', `${SCIM}/Users?count=5000`);
+    assert.equal(capped.statusCode, 200);
+    assert.ok(capped.json().itemsPerPage <= 1000);
+    assert.equal((await call('GET', `${SCIM}/Users?count=0`)).json().Resources.length, 0);
+  });
+
+  it('describes itself: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
+    const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
+    assert.deepEqual([config.patch.supported, config.bulk.supported, config.filter.supported, config.sort.supported, config.etag.supported], [true, false, true, false, true]);
+    const types = (await call('GET', `${SCIM}/ResourceTypes`)).json();
+    assert.ok(types.Resources.some((type: { endpoint: string }) => type.endpoint === '/Users'));
+    const schemas = (await call('GET', `${SCIM}/Schemas`)).json();
+    const user = schemas.Resources.find((schema: { id: string }) => schema.id === USER);
+    assert.ok(user.attributes.some((attribute: { name: string; uniqueness: string }) => attribute.name === 'userName' && attribute.uniqueness === 'server'));
+  });
+
+  it('refuses bad input with SCIM errors, changing nothing', async () => {
+    const before = (await events()).length;
+    // Credentials.
+    assertScimError(await call('GET', `${SCIM}/Users`, undefined, { authorization: '' }), 401);
+    assertScimError(await call('GET', `${SCIM}/Users`, undefined, { authorization: 'Bearer srt_not-a-token' }), 401);
+    assertScimError(await call('GET', `${SCIM}/Users`, undefined, { authorization: `Bearer ${otherToken}` }), 403);
+    assert.equal((await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: basic('acme-admin', ACME_PASSWORD) })).statusCode, 200, 'a Basic credential covering the organization works too');
+    // Filters.
+    for (const filter of ['userName sw "a"', 'title eq "x"', 'userName eq "unbalanced', 'emails[type eq "work"', 'userName eq "a" or userName eq "b"', `userName eq "${'a'.repeat(1_000)}"`, 'active eq true']) {
+      assertScimError(await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(filter)}`), 400, 'invalidFilter');
+    }
+    // Uniqueness, ignoring case: a userName taken, an email taken.
+    assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'ANNA@acme.example' }), 409, 'uniqueness');
+    assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'fresh-name', emails: [{ value: 'Ben@ACME.example' }] }), 409, 'uniqueness');
+    // Bad values.
+    assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER] }), 400, 'invalidValue');
+    assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'no-email-here' }), 400, 'invalidValue');
+    assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'x@acme.example', active: 'perhaps' }), 400, 'invalidValue');
+    // PATCH: an unknown op, read-only or unknown paths, a body that is no PatchOp.
+    const patch = (operations: unknown) => call('PATCH', `${SCIM}/Users/u1`, { schemas: [PATCH_OP], Operations: operations });
+    assertScimError(await patch([{ op: 'frobnicate', path: 'userName', value: 'x' }]), 400, 'invalidValue');
+    assertScimError(await patch([{ op: 'replace', path: 'id', value: 'u9' }]), 400, 'mutability');
+    assertScimError(await patch([{ op: 'replace', path: 'meta.created', value: '2020-01-01' }]), 400, 'mutability');
+    assertScimError(await patch([{ op: 'replace', value: { id: 'u9' } }]), 400, 'mutability');
+    assertScimError(await patch([{ op: 'replace', path: 'shoeSize', value: 44 }]), 400, 'noTarget');
+    assertScimError(await patch([]), 400, 'invalidSyntax');
+    // Bodies: not JSON, an array, too large, another content type.
+    assertScimError(await call('POST', `${SCIM}/Users`, '{"userName": '), 400, 'invalidSyntax');
+    assertScimError(await call('POST', `${SCIM}/Users`, '[]'), 400, 'invalidSyntax');
+    assertScimError(await call('POST', `${SCIM}/Users`, JSON.stringify({ userName: 'big@acme.example', title: 'x'.repeat(1_100_000) })), 413);
+    assertScimError(await call('POST', `${SCIM}/Users`, 'userName=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
+    // A stale If-Match.
+    assertScimError(await call('PATCH', `${SCIM}/Users/u1`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'name.givenName', value: 'X' }] }, { 'if-match': '"stale"' }), 412);
+    assertScimError(await call('GET', `${SCIM}/Users/nobody`), 404);
+    assertScimError(await call('GET', '/scim/v2/organizations/acme/Nothing'), 404);
+    assert.equal((await events()).length, before, 'nothing recorded');
+    assert.equal((await call('GET', `${SCIM}/Users/u1`)).json().name.givenName, 'Anna', 'nothing changed');
+  });
+});

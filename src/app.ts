@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { requireAuth } from './http/auth-hook.ts';
 import { SCIM_PREFIX, scimRoutes } from './http/scim-routes.ts';
+import { ScimGroups } from './scim/scim-groups.ts';
 import { ScimUsers } from './scim/scim-users.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
@@ -136,7 +137,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     },
     { prefix: API_PREFIX },
   );
-  await app.register(scimRoutes, { prefix: SCIM_PREFIX, authenticator, directory, users: new ScimUsers(database.db, directory), publicBaseUrl: config.publicBaseUrl });
+  await app.register(scimRoutes, { prefix: SCIM_PREFIX, authenticator, directory, users: new ScimUsers(database.db, directory), groups: new ScimGroups(database.db, directory), publicBaseUrl: config.publicBaseUrl });
   await registerOpenApiRoutes(app);
   await app.register(addMethodNotAllowed);
   // Indexes kept on disk are taken before the server listens; those read from the database load in

@@ -145,7 +145,8 @@ function optionalText(body: Json, key: string, problems: Collector): string | nu
 }
 
 /** The `name` of an organization or room body (`fallback`, its id, when left out); 400 when it is not a name. */
-function nameOf(body: Json, fallback: string): string {
+/** The `name` of a body (an organization's or a room's), validated; `fallback` when absent. */
+export function nameOf(body: Json, fallback: string): string {
   const problems = new Collector();
   const name = body['name'] === undefined ? fallback : stringAt(body, 'name', '', MAX_NAME_LENGTH, problems, true);
   if (name === undefined || problems.problems.length > 0) throw invalid(problems.problems);

@@ -166,17 +166,22 @@ export class DirectoryChange {
   }
 
   /** Creates a room (409 `room-exists` when the id is taken). */
-  async createRoom(room: { id: string; name: string }): Promise<void> {
+  async createRoom(room: { id: string; name: string; externalId?: string | null }): Promise<void> {
     const taken = await this.trx.selectFrom('rooms').select('id').where('org_id', '=', this.orgId).where('id', '=', room.id).executeTakeFirst();
     if (taken !== undefined) throw new ProblemError('room-exists', `A signing room with id "${room.id}" already exists in organization "${this.orgId}".`);
-    const row: RoomTable = { org_id: this.orgId, id: room.id, name: room.name, created_at: this.at, updated_at: this.at, members_changed_in: this.version };
+    const row: RoomTable = { org_id: this.orgId, id: room.id, name: room.name, created_at: this.at, updated_at: this.at, members_changed_in: this.version, external_id: room.externalId ?? null };
     await this.trx.insertInto('rooms').values(row).execute();
     this.audit('room.created', { type: 'room', id: room.id });
   }
 
-  /** Renames a room. */
-  async updateRoom(roomId: string, name: string, details: object = {}): Promise<void> {
-    await this.trx.updateTable('rooms').set({ name, updated_at: this.at }).where('org_id', '=', this.orgId).where('id', '=', roomId).execute();
+  /** Renames a room (and sets the id its SCIM group has at the identity provider, if given). */
+  async updateRoom(roomId: string, name: string, details: object = {}, externalId?: string | null): Promise<void> {
+    await this.trx
+      .updateTable('rooms')
+      .set({ name, updated_at: this.at, ...(externalId !== undefined ? { external_id: externalId } : {}) })
+      .where('org_id', '=', this.orgId)
+      .where('id', '=', roomId)
+      .execute();
     this.audit('room.updated', { type: 'room', id: roomId }, details);
   }
 

@@ -5,6 +5,7 @@ import type { DirectoryService } from '../directory/directory-service.ts';
 import { attributeList, projected } from '../scim/attributes.ts';
 import { resourceTypes, schemas, serviceProviderConfig } from '../scim/discovery.ts';
 import { ScimError } from '../scim/scim-error.ts';
+import { ScimGroups } from '../scim/scim-groups.ts';
 import { scimPaging, ScimUsers } from '../scim/scim-users.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
 
@@ -18,12 +19,14 @@ export interface ScimRouteOptions {
   authenticator: Authenticator;
   directory: DirectoryService;
   users: ScimUsers;
+  groups: ScimGroups;
   /** The public base URL (SIGNROOM_PUBLIC_BASE_URL), for `meta.location`; "/" means the request's own host. */
   publicBaseUrl: string;
 }
 
 type OrgParams = { organizationId: string };
 type UserParams = OrgParams & { userId: string };
+type GroupParams = OrgParams & { groupId: string };
 type ListQuery = { filter?: string; startIndex?: string; count?: string; attributes?: string; excludedAttributes?: string };
 
 /**
@@ -34,7 +37,7 @@ type ListQuery = { filter?: string; startIndex?: string; count?: string; attribu
  * discover it through /ServiceProviderConfig, /ResourceTypes and /Schemas.
  */
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
-  const { authenticator, users } = options;
+  const { authenticator, users, groups } = options;
   // An empty body is no body: identity providers send a JSON content type with a DELETE too.
   const json = app.getDefaultJsonParser('error', 'error');
   const parseJson: typeof json = (request, body, done) => (body === '' ? done(null, undefined) : json(request, body, done));
@@ -121,6 +124,44 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     await users.delete(request.params.organizationId, request.params.userId, ifMatchOf(request), actor(request));
     return reply.code(204).send();
   });
+
+  const groupLocations = (request: FastifyRequest<{ Params: OrgParams }>) => ({ group: (id: string) => `${base(request)}/Groups/${encodeURIComponent(id)}`, user: userLocation(request) });
+  app.get<{ Params: OrgParams; Querystring: ListQuery }>('/:organizationId/Groups', hidden, async (request, reply) => {
+    const paging = scimPaging(integerParameter(request.query.startIndex, 'startIndex'), integerParameter(request.query.count, 'count'));
+    const list = await groups.list(request.params.organizationId, { filter: request.query.filter, ...paging, members: wantsMembers(request) }, groupLocations(request));
+    return send(reply, 200, { ...list, Resources: list.Resources.map((group) => projectedFor(request, group)) });
+  });
+  app.post<{ Params: OrgParams }>('/:organizationId/Groups', hidden, async (request, reply) => {
+    const group = await groups.create(request.params.organizationId, bodyObject(request.body), actor(request), groupLocations(request));
+    reply.header('location', group.meta.location);
+    return send(reply, 201, projectedFor(request, group), group.meta.version);
+  });
+  app.get<{ Params: GroupParams }>('/:organizationId/Groups/:groupId', hidden, async (request, reply) => {
+    const group = await groups.get(request.params.organizationId, request.params.groupId, wantsMembers(request), groupLocations(request));
+    return send(reply, 200, projectedFor(request, group), group.meta.version);
+  });
+  app.put<{ Params: GroupParams }>('/:organizationId/Groups/:groupId', hidden, async (request, reply) => {
+    const { organizationId, groupId } = request.params;
+    const group = await groups.replace(organizationId, groupId, bodyObject(request.body), ifMatchOf(request), actor(request), groupLocations(request));
+    return send(reply, 200, projectedFor(request, group), group.meta.version);
+  });
+  app.patch<{ Params: GroupParams }>('/:organizationId/Groups/:groupId', hidden, async (request, reply) => {
+    const { organizationId, groupId } = request.params;
+    const group = await groups.patch(organizationId, groupId, bodyObject(request.body), ifMatchOf(request), actor(request), groupLocations(request));
+    return send(reply, 200, projectedFor(request, group), group.meta.version);
+  });
+  app.delete<{ Params: GroupParams }>('/:organizationId/Groups/:groupId', hidden, async (request, reply) => {
+    await groups.delete(request.params.organizationId, request.params.groupId, ifMatchOf(request), actor(request));
+    return reply.code(204).send();
+  });
+}
+
+/** Whether the answer shows a group's members: not when `excludedAttributes` names them, or `attributes` leaves them out. */
+function wantsMembers(request: FastifyRequest): boolean {
+  const query = request.query as { attributes?: string; excludedAttributes?: string };
+  const only = attributeList(query.attributes, 'attributes');
+  if (only !== undefined) return only.some((path) => path === 'members' || path.startsWith('members.'));
+  return !(attributeList(query.excludedAttributes, 'excludedAttributes') ?? []).includes('members');
 }
 
 /** The answer's attributes as `attributes` / `excludedAttributes` of the query ask. */

@@ -1,3 +1,4 @@
+import { chunks } from '../db/chunks.ts';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { containsAllTerms } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
@@ -177,6 +178,50 @@ export async function findScimUsers(db: Kysely<Database>, query: ScimUserQuery, 
   const count = await select.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await select.selectAll('u').orderBy('u.seq').offset(offset).limit(limit).execute();
   return { total: Number(count.count), rows };
+}
+
+/** What a SCIM `/Groups` filter tests (every condition holds): the room's name ignoring case, the rest exactly. */
+export interface ScimGroupQuery {
+  orgId: string;
+  nameLower?: string[];
+  externalId?: string[];
+  id?: string[];
+}
+
+/** A page of the organization's rooms matching a SCIM filter, by id, and how many match. */
+export async function findScimGroups(db: Kysely<Database>, query: ScimGroupQuery, offset: number, limit: number): Promise<{ total: number; rows: RoomRecord[] }> {
+  let select = withMemberCount(db).where('r.org_id', '=', query.orgId);
+  let count = db.selectFrom('rooms as r').where('r.org_id', '=', query.orgId);
+  for (const value of query.nameLower ?? []) {
+    select = select.where(sql<string>`lower(r.name)`, '=', value);
+    count = count.where(sql<string>`lower(r.name)`, '=', value);
+  }
+  for (const value of query.externalId ?? []) {
+    select = select.where('r.external_id', '=', value);
+    count = count.where('r.external_id', '=', value);
+  }
+  for (const value of query.id ?? []) {
+    select = select.where('r.id', '=', value);
+    count = count.where('r.id', '=', value);
+  }
+  const total = await count.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  const rows = limit === 0 ? [] : await select.orderBy('r.id').offset(offset).limit(limit).execute();
+  return { total: Number(total.count), rows: rows.map(toRoomRecord) };
+}
+
+/** The user ids of a room's members, in id order. */
+export async function findRoomMemberIds(db: Kysely<Database>, orgId: string, roomId: string): Promise<string[]> {
+  const rows = await db.selectFrom('room_members').select('user_id').where('org_id', '=', orgId).where('room_id', '=', roomId).orderBy('user_id').execute();
+  return rows.map((row) => row.user_id);
+}
+
+/** The users (not deleted) of the organization among `ids`. */
+export async function findUsersByIds(db: Kysely<Database>, orgId: string, ids: readonly string[]): Promise<UserRecord[]> {
+  const found: UserRecord[] = [];
+  for (const batch of chunks(ids, 500)) {
+    found.push(...(await db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', 'in', batch).where('status', '<>', 'deleted').execute()));
+  }
+  return found;
 }
 
 /** Members counted from the tallies (a few rows per room). */

@@ -1,3 +1,4 @@
+import { GROUP_SCHEMA } from './group-resource.ts';
 import { SIGNROOM_USER_SCHEMA, USER_SCHEMA } from './user-resource.ts';
 
 /**
@@ -35,6 +36,15 @@ export function resourceTypes(base: string) {
       schema: USER_SCHEMA,
       schemaExtensions: [{ schema: SIGNROOM_USER_SCHEMA, required: false }],
       meta: { resourceType: 'ResourceType', location: `${base}/ResourceTypes/User` },
+    },
+    {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
+      id: 'Group',
+      name: 'Group',
+      endpoint: '/Groups',
+      description: 'A signing room and its members',
+      schema: GROUP_SCHEMA,
+      meta: { resourceType: 'ResourceType', location: `${base}/ResourceTypes/Group` },
     },
   ];
   return { schemas: [LIST], totalResults: types.length, startIndex: 1, itemsPerPage: types.length, Resources: types };
@@ -74,11 +84,27 @@ const USER_ATTRIBUTES: Attribute[] = [
   attribute('active', 'false: suspended (kept, never a signatory candidate)', { type: 'boolean' }),
 ];
 
+const GROUP_ATTRIBUTES: Attribute[] = [
+  attribute('id', 'Assigned by signroom: the signing room\'s id', { mutability: 'readOnly', returned: 'always', uniqueness: 'server', caseExact: true }),
+  attribute('externalId', 'The identity provider\'s id of the group', { caseExact: true }),
+  attribute('displayName', 'The signing room\'s name', { required: true }),
+  attribute('members', 'The room\'s members: users of the organization', {
+    type: 'complex',
+    multiValued: true,
+    subAttributes: [
+      attribute('value', 'A user id', { mutability: 'immutable', caseExact: true }),
+      attribute('$ref', 'The user\'s URL', { type: 'reference', mutability: 'immutable' }),
+      attribute('type', 'Always "User"', { mutability: 'immutable' }),
+    ],
+  }),
+];
+
 const SIGNROOM_ATTRIBUTES: Attribute[] = [attribute('external', 'An external signatory (offered only in rooms that allow external signatories)', { type: 'boolean' })];
 
 export function schemas(base: string) {
   const list = [
     { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'], id: USER_SCHEMA, name: 'User', description: 'User Account', attributes: USER_ATTRIBUTES, meta: { resourceType: 'Schema', location: `${base}/Schemas/${USER_SCHEMA}` } },
+    { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'], id: GROUP_SCHEMA, name: 'Group', description: 'Group: a signing room', attributes: GROUP_ATTRIBUTES, meta: { resourceType: 'Schema', location: `${base}/Schemas/${GROUP_SCHEMA}` } },
     { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'], id: SIGNROOM_USER_SCHEMA, name: 'SignroomUser', description: 'What signroom keeps of a user besides the core', attributes: SIGNROOM_ATTRIBUTES, meta: { resourceType: 'Schema', location: `${base}/Schemas/${SIGNROOM_USER_SCHEMA}` } },
   ];
   return { schemas: [LIST], totalResults: list.length, startIndex: 1, itemsPerPage: list.length, Resources: list };

@@ -177,10 +177,12 @@ describe('SCIM /Users', () => {
     const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
     assert.deepEqual([config.patch.supported, config.bulk.supported, config.filter.supported, config.sort.supported, config.etag.supported], [true, false, true, false, true]);
     const types = (await call('GET', `${SCIM}/ResourceTypes`)).json();
-    assert.ok(types.Resources.some((type: { endpoint: string }) => type.endpoint === '/Users'));
+    assert.deepEqual(types.Resources.map((type: { endpoint: string }) => type.endpoint), ['/Users', '/Groups']);
     const schemas = (await call('GET', `${SCIM}/Schemas`)).json();
     const user = schemas.Resources.find((schema: { id: string }) => schema.id === USER);
     assert.ok(user.attributes.some((attribute: { name: string; uniqueness: string }) => attribute.name === 'userName' && attribute.uniqueness === 'server'));
+    const group = schemas.Resources.find((schema: { id: string }) => schema.id === 'urn:ietf:params:scim:schemas:core:2.0:Group');
+    assert.deepEqual(group.attributes.map((attribute: { name: string }) => attribute.name), ['id', 'externalId', 'displayName', 'members']);
   });
 
   it('refuses bad input with SCIM errors, changing nothing', async () => {

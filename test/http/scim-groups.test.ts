@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { newToken, tokenHash } from '../../src/domain/api-token.ts';
+import { DIRECTORY } from '../helpers/fixtures.ts';
+import { solidImage } from '../helpers/images.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const SCIM = '/scim/v2/organizations/acme';
+const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * SCIM /Groups as signing rooms (contract section 9), as Entra ID and Okta send them: members kept
+ * in step through the directory writer (the next lookup shows who is a room member), one audit
+ * event per change, every bad input a SCIM error that changes nothing.
+ */
+describe('SCIM /Groups', () => {
+  let t: TestApp;
+  let token: string;
+  let tokenId: string;
+  const call = (method: Method, url: string, body?: unknown, headers: Record<string, string> = {}) =>
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}), ...headers },
+      ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+  const membersInLookup = async (roomId: string) =>
+    ((await t.app.inject({ url: `${LOOKUP('acme', roomId)}?size=100&purpose=SIGNING_REQUEST_SIGNATORY`, headers: { authorization: basic('root', 'root-password') } })).json() as { content: { email: string }[] }).content
+      .map((s) => s.email)
+      .sort();
+  const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
+  const patch = (id: string, operations: unknown[], headers: Record<string, string> = {}) => call('PATCH', `${SCIM}/Groups/${id}`, { schemas: [PATCH_OP], Operations: operations }, headers);
+  const expectError = (response: Awaited<ReturnType<typeof call>>, status: number, scimType?: string) => {
+    assert.equal(response.statusCode, status, response.body);
+    assert.equal(response.json().status, String(status));
+    assert.equal(response.json().scimType, scimType);
+  };
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+    token = newToken();
+    tokenId = 'tgroups';
+    await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${tokenId}, 'acme', 'groups', ${tokenHash(token)}, ${new Date().toISOString()})`);
+  });
+  after(async () => t.close());
+
+  it('runs an Entra ID group cycle: create, add members, remove by value list, rename, delete', async () => {
+    const probe = await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('displayName eq "Signers"')}`);
+    assert.equal(probe.statusCode, 200);
+    assert.equal(probe.json().totalResults, 0);
+    const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], externalId: 'entra-group-1', displayName: 'Signers', members: [] });
+    assert.equal(created.statusCode, 201, created.body);
+    const group = created.json();
+    assert.equal(created.headers['location'], group.meta.location);
+    assert.deepEqual(group.members, []);
+    const added = await patch(group.id, [{ op: 'Add', path: 'members', value: [{ value: 'u1' }, { value: 'u4' }] }]);
+    assert.equal(added.statusCode, 200, added.body);
+    assert.deepEqual(added.json().members.map((m: { value: string }) => m.value), ['u1', 'u4']);
+    assert.deepEqual(await membersInLookup(group.id), ['anna@acme.example', 'zoe@acme.example']);
+    const removed = await patch(group.id, [{ op: 'Remove', path: 'members', value: [{ value: 'u1' }] }]);
+    assert.deepEqual(removed.json().members.map((m: { value: string }) => m.value), ['u4']);
+    assert.deepEqual(await membersInLookup(group.id), ['zoe@acme.example']);
+    const renamed = await patch(group.id, [{ op: 'Replace', path: 'displayName', value: 'Signers (EU)' }]);
+    assert.equal(renamed.json().displayName, 'Signers (EU)');
+    const found = await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('externalId eq "entra-group-1"')}&excludedAttributes=members`);
+    assert.deepEqual(found.json().Resources.map((g: { id: string; members?: unknown }) => [g.id, g.members]), [[group.id, undefined]]);
+    assert.equal((await call('DELETE', `${SCIM}/Groups/${group.id}`, '')).statusCode, 204);
+    expectError(await call('GET', `${SCIM}/Groups/${group.id}`), 404);
+    const recorded = (await events()).filter((event) => event.target_id === group.id);
+    assert.deepEqual(recorded.map((event) => [event.action, event.actor]), [
+      ['room.created', `token:${tokenId}`],
+      ['room.member.added', `token:${tokenId}`],
+      ['room.member.added', `token:${tokenId}`],
+      ['room.member.removed', `token:${tokenId}`],
+      ['room.updated', `token:${tokenId}`],
+      ['room.deleted', `token:${tokenId}`],
+    ]);
+  });
+
+  it('runs an Okta group cycle: rename by pathless replace, remove by filter, replace members by PUT', async () => {
+    const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Okta group', members: [{ value: 'u1', display: 'Anna' }, { value: 'u2', display: 'Ben' }] });
+    assert.equal(created.statusCode, 201, created.body);
+    const { id } = created.json();
+    assert.deepEqual(await membersInLookup(id), ['anna@acme.example', 'ben@acme.example']);
+    const renamed = await patch(id, [{ op: 'replace', value: { id, displayName: 'Okta group renamed' } }]);
+    assert.equal(renamed.statusCode, 200, renamed.body);
+    assert.equal(renamed.json().displayName, 'Okta group renamed');
+    await patch(id, [{ op: 'remove', path: 'members[value eq "u2"]' }]);
+    assert.deepEqual(await membersInLookup(id), ['anna@acme.example']);
+    const put = await call('PUT', `${SCIM}/Groups/${id}`, { schemas: [GROUP], id, displayName: 'Okta group renamed', members: [{ value: 'u4' }, { value: 'u2' }] });
+    assert.equal(put.statusCode, 200, put.body);
+    assert.deepEqual(put.json().members.map((m: { value: string }) => m.value), ['u2', 'u4']);
+    assert.deepEqual(await membersInLookup(id), ['ben@acme.example', 'zoe@acme.example']);
+    // A version read before a member change no longer matches.
+    const stale = renamed.json().meta.version;
+    expectError(await patch(id, [{ op: 'replace', path: 'displayName', value: 'x' }], { 'if-match': stale }), 412);
+  });
+
+  it('refuses bad input with SCIM errors, changing nothing', async () => {
+    const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Guarded', members: [{ value: 'u1' }] });
+    const { id } = created.json();
+    const before = (await events()).length;
+    expectError(await patch(id, [{ op: 'add', path: 'members', value: [{ value: 'u4' }, { value: 'nobody' }] }]), 400, 'invalidValue');
+    expectError(await patch(id, [{ op: 'add', path: 'members', value: [{ value: 'o1' }] }]), 400, 'invalidValue');
+    expectError(await patch(id, [{ op: 'replace', path: 'id', value: 'x' }]), 400, 'mutability');
+    expectError(await patch(id, [{ op: 'replace', value: { id: 'another' } }]), 400, 'mutability');
+    expectError(await patch(id, [{ op: 'replace', path: 'owner', value: 'x' }]), 400, 'noTarget');
+    expectError(await patch(id, [{ op: 'remove', path: 'displayName' }]), 400, 'invalidValue');
+    expectError(await patch(id, [{ op: 'merge', path: 'displayName', value: 'x' }]), 400, 'invalidValue');
+    expectError(await call('POST', `${SCIM}/Groups`, { schemas: [GROUP] }), 400, 'invalidValue');
+    expectError(await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'x', members: [{ value: 'nobody' }] }), 400, 'invalidValue');
+    expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('displayName co "G"')}`), 400, 'invalidFilter');
+    expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('members.value eq "u1"')}`), 400, 'invalidFilter');
+    expectError(await patch(id, [{ op: 'replace', path: 'displayName', value: 'x' }], { 'if-match': '"stale"' }), 412);
+    expectError(await call('GET', `${SCIM}/Groups/nothing`), 404);
+    assert.equal((await events()).length, before, 'nothing recorded');
+    assert.deepEqual(await membersInLookup(id), ['anna@acme.example'], 'nothing changed');
+    // A room that holds documents is not deleted.
+    const upload = await t.app.inject({
+      method: 'POST',
+      url: `/admin/api/v3/organizations/acme/rooms/${id}/documents`,
+      headers: { authorization: basic('root', 'root-password'), 'content-type': 'application/json' },
+      payload: JSON.stringify({ payload: (await solidImage(4, 4, 'png')).toString('base64') }),
+    });
+    assert.equal(upload.statusCode, 201, upload.body);
+    expectError(await call('DELETE', `${SCIM}/Groups/${id}`), 409);
+  });
+});

@@ -1,0 +1,196 @@
+/**
+ * SCIM benchmark at a million users (issue: SCIM provisioning), both databases:
+ *
+ *   npm run bench:scim -- [--users 1000000] [--sync 100000] [--dialect sqlite|postgres]
+ *
+ * Imports the sample organization of bench/lookup.ts (its "large" room has 100,000 members) and
+ * a token, starts two servers on the one database, and reports, in one run:
+ * - `filter=userName eq "…"` and `externalId eq "…"` on A, one at a time: latency (goal p99 ≤ 10 ms);
+ * - the room of 100,000 members as a group with `excludedAttributes=members` (goal ≤ 10 ms);
+ * - an initial sync: `--sync` users created by `POST /Users` on B, eight connections (goal ≥ 500
+ *   users/s), while the page-20 lookup mix runs on A: its p99 (goal ≤ 25 ms), and alone before.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { benchDatabase } from './bench-database.ts';
+import { startSignroom } from './bench-server.ts';
+import { sampleOrganization } from '../src/demo/sample-directory.ts';
+
+const { values } = parseArgs({
+  options: {
+    users: { type: 'string', default: '1000000' },
+    sync: { type: 'string', default: '100000' },
+    seconds: { type: 'string', default: '10' },
+    dialect: { type: 'string', default: 'sqlite' },
+  },
+});
+if (values.dialect !== 'sqlite' && values.dialect !== 'postgres') throw new Error('--dialect is sqlite or postgres');
+const users = Number(values.users);
+const sync = Number(values.sync);
+const seconds = Number(values.seconds);
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const signroom = path.join(root, 'bin/signroom');
+const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-scim-'));
+const database = await benchDatabase(values.dialect);
+const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
+const BASIC = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
+const log = (message: string) => process.stderr.write(`${message}\n`);
+
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}`))));
+  });
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const summary = (latencies: number[]) => {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
+};
+const ms = (value: number) => value.toFixed(1);
+
+log(`generating ${users} users…`);
+const file = path.join(dataDir, 'directory.json');
+writeFileSync(
+  file,
+  JSON.stringify({
+    organizations: [
+      sampleOrganization({
+        orgId: 'bench',
+        users,
+        externalShare: 0.05,
+        pendingShare: 0.15,
+        rooms: [
+          { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
+          { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
+        ],
+        externalSignatories: true,
+        seed: 7,
+      }),
+    ],
+    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
+  }),
+);
+await run(signroom, ['import', file]);
+const token = (await run(signroom, ['token', 'create', 'bench', '--name', 'bench'])).split('\n')[0]!;
+const BEARER = `Bearer ${token}`;
+
+const SCIM = '/scim/v2/organizations/bench';
+const [portA, portB] = [18095, 18096];
+const servers: ChildProcess[] = [];
+
+async function timed(port: number, method: string, route: string, body: unknown, expected: number): Promise<{ ms: number; json: Record<string, unknown> }> {
+  const at = performance.now();
+  const response = await fetch(`http://127.0.0.1:${port}${route}`, {
+    method,
+    headers: { authorization: BEARER, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  if (response.status !== expected) throw new Error(`${method} ${route}: ${response.status} ${text}`);
+  return { ms: performance.now() - at, json: JSON.parse(text) as Record<string, unknown> };
+}
+
+const base = '/admin/api/v3/organizations/bench/rooms';
+const lookupUrls = [
+  `${base}/small/signatories/lookup?size=20`,
+  `${base}/large/signatories/lookup?size=20&sortBy=firstname&sortDirection=DESC`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=mul`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=ann%20sch`,
+  `${base}/small/signatories/lookup?size=20&searchQuery=kowalski.4242`,
+  `${base}/large/signatories/lookup?size=20&purpose=SIGNING_REQUEST_SIGNATORY`,
+  `${base}/small/signatories/lookup?size=20&purpose=PERMISSION_INVITATION&sortBy=email`,
+  `${base}/small/signatories/lookup?size=20&page=50&sortBy=email&sortDirection=desc`,
+  `${base}/large/signatories/lookup?size=20&requiresInvitation=true`,
+];
+const urlsFile = path.join(dataDir, 'urls.json');
+writeFileSync(urlsFile, JSON.stringify(lookupUrls));
+async function lookupLoad(forSeconds: number): Promise<{ rps: number; p99: number; errors: number }> {
+  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(forSeconds), BASIC]);
+  return JSON.parse(out) as { rps: number; p99: number; errors: number };
+}
+
+try {
+  servers.push(await startSignroom(signroom, env, portA));
+  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) }, portB));
+  for (const port of [portA, portB]) {
+    await fetch(`http://127.0.0.1:${port}${base}/small/signatories/lookup?size=1&searchQuery=sch`, { headers: { authorization: BASIC } });
+    for (;;) {
+      const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { loading: number } };
+      if (ready.searchIndexes === undefined || ready.searchIndexes.loading === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  log('filters…');
+  // Users spread over the organization, found by userName and by externalId (set on them first).
+  const probes = Array.from({ length: 200 }, (_, k) => Math.floor(((k + 0.5) * users) / 200));
+  const emails: string[] = [];
+  for (const k of probes) {
+    const page = (await timed(portA, 'GET', `${SCIM}/Users?startIndex=${k + 1}&count=1&attributes=userName`, undefined, 200)).json;
+    const found = (page['Resources'] as { id: string; userName: string }[])[0]!;
+    emails.push(found.userName);
+    await timed(portB, 'PATCH', `${SCIM}/Users/${encodeURIComponent(found.id)}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: `ext-${k}` }] }, 200);
+  }
+  const byUserName: number[] = [];
+  const byExternalId: number[] = [];
+  for (const [i, k] of probes.entries()) {
+    const name = await timed(portA, 'GET', `${SCIM}/Users?filter=${encodeURIComponent(`userName eq "${emails[i]!.toUpperCase()}"`)}`, undefined, 200);
+    if (name.json['totalResults'] !== 1) throw new Error(`userName eq "${emails[i]}" found ${String(name.json['totalResults'])}`);
+    byUserName.push(name.ms);
+    const ext = await timed(portA, 'GET', `${SCIM}/Users?filter=${encodeURIComponent(`externalId eq "ext-${k}"`)}`, undefined, 200);
+    if (ext.json['totalResults'] !== 1) throw new Error(`externalId eq "ext-${k}" found ${String(ext.json['totalResults'])}`);
+    byExternalId.push(ext.ms);
+  }
+  const group: number[] = [];
+  for (let k = 0; k < 50; k++) group.push((await timed(portA, 'GET', `${SCIM}/Groups/large?excludedAttributes=members`, undefined, 200)).ms);
+
+  log('lookup mix alone…');
+  const alone = await lookupLoad(seconds);
+  log(`initial sync of ${sync} users (8 connections) beside the lookup mix…`);
+  const created: number[] = [];
+  let next = 0;
+  const syncStarted = performance.now();
+  const lookups = lookupLoad(Math.max(seconds, 5));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let k = next++; k < sync; k = next++) {
+        const userName = `sync${process.pid}.${k}@bench.example`;
+        const body = { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName, externalId: `sync-${k}`, name: { givenName: 'Sync', familyName: `User${k}` }, emails: [{ primary: true, type: 'work', value: userName }], active: true };
+        created.push((await timed(portB, 'POST', `${SCIM}/Users`, body, 201)).ms);
+      }
+    }),
+  );
+  const syncSeconds = (performance.now() - syncStarted) / 1000;
+  const beside = await lookups;
+
+  const [name, ext, grp, post] = [summary(byUserName), summary(byExternalId), summary(group), summary(created)];
+  console.log(
+    [
+      `# SCIM, ${values.dialect}, ${users.toLocaleString('en')} users, ${new Date().toISOString().slice(0, 16)}Z`,
+      '',
+      '| measure | value | goal |',
+      '|---|---|---|',
+      `| filter userName eq: p50 / p99 (n) | ${ms(name.p50)} / ${ms(name.p99)} ms (${name.n}) | p99 ≤ 10 ms |`,
+      `| filter externalId eq: p50 / p99 (n) | ${ms(ext.p50)} / ${ms(ext.p99)} ms (${ext.n}) | p99 ≤ 10 ms |`,
+      `| group of 100,000 members, excludedAttributes=members: p50 / max | ${ms(grp.p50)} / ${ms(grp.max)} ms | ≤ 10 ms |`,
+      `| initial sync, POST /Users, 8 connections: users/s (p99) | ${(created.length / syncSeconds).toFixed(0)} (${ms(post.p99)} ms) | ≥ 500 |`,
+      `| lookup mix alone: req/s, p99 | ${alone.rps.toFixed(0)}, ${ms(alone.p99)} ms | |`,
+      `| lookup mix during the sync (its first ${Math.max(seconds, 5)} s): req/s, p99 | ${beside.rps.toFixed(0)}, ${ms(beside.p99)} ms | p99 ≤ 25 ms |`,
+    ].join('\n'),
+  );
+} finally {
+  for (const server of servers) server.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await database.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}

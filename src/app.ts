@@ -90,7 +90,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   // Bodies are JSON only: without Fastify's text/plain parser, other types answer 415.
   app.removeContentTypeParser('text/plain');
   installProblemHandlers(app);
-  const addMethodNotAllowed = watchAllowedMethods(app, DOCS_PREFIX);
+  const addMethodNotAllowed = watchAllowedMethods(app, [DOCS_PREFIX, SCIM_PREFIX]);
   await registerOpenApi(app, VERSION, config.publicBaseUrl);
 
   // Both keep what they read between requests while the database reports no commit by another connection.

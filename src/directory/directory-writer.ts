@@ -57,6 +57,11 @@ export class DirectoryChange {
   }
 
   /** Records the audit event of a change made here (written before the commit). */
+  /** How many events this change has recorded so far: none means it changed nothing. */
+  get recorded(): number {
+    return this.#events.length;
+  }
+
   audit(action: AuditAction, target: { type: string; id: string }, details: object = {}): void {
     this.#events.push(auditEvent(this.orgId, this.#actor, this.at, action, target, details));
   }

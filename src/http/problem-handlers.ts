@@ -81,13 +81,14 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as 
  * Answers 405 with an Allow header for a known path asked with another method.
  * Call before any route is added: it watches routes as they are registered.
  * Register the plugin it returns after the last route. Routes under
- * `skipPrefix` (the docs UI, which manages its own paths) are left alone.
+ * `skipPrefixes` (the docs UI, which manages its own paths; SCIM, which answers its own errors)
+ * are left alone.
  */
-export function watchAllowedMethods(app: FastifyInstance, skipPrefix: string): (scope: FastifyInstance) => Promise<void> {
+export function watchAllowedMethods(app: FastifyInstance, skipPrefixes: readonly string[]): (scope: FastifyInstance) => Promise<void> {
   const allowed = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
     if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed === true) return;
-    if (route.url.startsWith(skipPrefix)) return;
+    if (skipPrefixes.some((prefix) => route.url.startsWith(prefix))) return;
     const methods = allowed.get(route.url) ?? new Set<string>();
     for (const method of [route.method].flat()) methods.add(method);
     allowed.set(route.url, methods);

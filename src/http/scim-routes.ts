@@ -154,6 +154,33 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     await groups.delete(request.params.organizationId, request.params.groupId, ifMatchOf(request), actor(request));
     return reply.code(204).send();
   });
+  addMethodsNotAllowed(app);
+}
+
+/** The methods of each SCIM path: another is 405 with `Allow`, as a SCIM error. */
+const SCIM_PATHS: Record<string, string[]> = {
+  '/:organizationId/ServiceProviderConfig': ['GET'],
+  '/:organizationId/ResourceTypes': ['GET'],
+  '/:organizationId/Schemas': ['GET'],
+  '/:organizationId/Users': ['GET', 'POST'],
+  '/:organizationId/Users/:userId': ['GET', 'PUT', 'PATCH', 'DELETE'],
+  '/:organizationId/Groups': ['GET', 'POST'],
+  '/:organizationId/Groups/:groupId': ['GET', 'PUT', 'PATCH', 'DELETE'],
+};
+
+function addMethodsNotAllowed(app: FastifyInstance): void {
+  for (const [url, methods] of Object.entries(SCIM_PATHS)) {
+    const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].sort().join(', ');
+    app.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((method) => !allow.split(', ').includes(method)),
+      url,
+      schema: { hide: true },
+      handler: (request, reply) => {
+        reply.header('allow', allow);
+        return sendScimError(reply, new ScimError(405, `${request.method} is not allowed here; use ${allow}.`));
+      },
+    });
+  }
 }
 
 /** Whether the answer shows a group's members: not when `excludedAttributes` names them, or `attributes` leaves them out. */

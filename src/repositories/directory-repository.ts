@@ -192,9 +192,14 @@ export interface ScimGroupQuery {
 export async function findScimGroups(db: Kysely<Database>, query: ScimGroupQuery, offset: number, limit: number): Promise<{ total: number; rows: RoomRecord[] }> {
   let select = withMemberCount(db).where('r.org_id', '=', query.orgId);
   let count = db.selectFrom('rooms as r').where('r.org_id', '=', query.orgId);
-  for (const value of query.nameLower ?? []) {
-    select = select.where(sql<string>`lower(r.name)`, '=', value);
-    count = count.where(sql<string>`lower(r.name)`, '=', value);
+  if (query.nameLower !== undefined) {
+    // Compared ignoring case as JavaScript folds it: SQLite's lower() folds ASCII only ("Ärzte").
+    // An organization has rooms by the hundreds or thousands, so their names are read here.
+    const names = await db.selectFrom('rooms').select(['id', 'name']).where('org_id', '=', query.orgId).execute();
+    const ids = names.filter((room) => query.nameLower!.every((value) => room.name.toLowerCase() === value)).map((room) => room.id);
+    if (ids.length === 0) return { total: 0, rows: [] };
+    select = select.where('r.id', 'in', ids);
+    count = count.where('r.id', 'in', ids);
   }
   for (const value of query.externalId ?? []) {
     select = select.where('r.external_id', '=', value);

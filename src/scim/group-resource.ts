@@ -79,6 +79,15 @@ export function groupFromScim(body: Record<string, unknown>, id?: string): Group
   return { name: nameValue(body['displayName']), externalId: externalIdValue(body['externalId']), add: [], remove: [], members: memberValues(body['members'], 'members') };
 }
 
+/** The user id a `members[value eq "…"]` path names (a JSON string's escapes); 400 `invalidValue` for a bad escape. */
+function memberFilterValue(quoted: string, k: number): string {
+  try {
+    return JSON.parse(`"${quoted}"`) as string;
+  } catch {
+    throw new ScimError(400, `Operations[${k}].path has a bad escape in its member filter.`, 'invalidValue');
+  }
+}
+
 const MEMBER_FILTER = /^members\[\s*value\s+eq\s+"((?:[^"\\]|\\.)*)"\s*\]$/i;
 
 /**
@@ -121,7 +130,7 @@ export function groupPatch(body: unknown, id: string): GroupChange {
     const memberFilter = MEMBER_FILTER.exec(path!.trim());
     if (memberFilter !== null) {
       if (op !== 'remove') throw new ScimError(400, `Operations[${k}]: only remove takes a member filter.`, 'invalidValue');
-      removeMembers([JSON.parse(`"${memberFilter[1]!}"`) as string]);
+      removeMembers([memberFilterValue(memberFilter[1]!, k)]);
     } else if (attribute === 'members') {
       if (op === 'add') addMembers(memberValues(value, `Operations[${k}].value`));
       else if (op === 'remove' && value === undefined) {

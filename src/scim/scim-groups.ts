@@ -4,10 +4,13 @@ import type { Database } from '../db/tables.ts';
 import type { Actor } from '../directory/audit.ts';
 import { assertPrecondition, etagOf, nameOf, type DirectoryService } from '../directory/directory-service.ts';
 import { changeDirectory, type DirectoryChange } from '../directory/directory-writer.ts';
-import { findRoom, findRoomMemberIds, findScimGroups, findUsersByIds, type RoomRecord, type ScimGroupQuery } from '../repositories/directory-repository.ts';
+import { findOrganization, findRoom, findRoomMemberIds, findScimGroups, findUsersByIds, type RoomRecord, type ScimGroupQuery } from '../repositories/directory-repository.ts';
 import { groupFromScim, groupPatch, parseGroupFilter, toScimGroup, type GroupChange, type ScimGroup } from './group-resource.ts';
 import { ScimError } from './scim-error.ts';
 import { LIST_RESPONSE_SCHEMA, scimErrorOf, type ScimList } from './scim-users.ts';
+
+/** Thrown inside a write that changed nothing, to roll it back. */
+class Unchanged extends Error {}
 
 export interface GroupLocations {
   group: (id: string) => string;
@@ -84,6 +87,7 @@ export class ScimGroups {
   }
 
   async #change(orgId: string, roomId: string, change: GroupChange, ifMatch: string | undefined, actor: Actor, at: GroupLocations): Promise<ScimGroup> {
+    const again = () => this.get(orgId, roomId, true, at);
     return this.#write(orgId, actor, async (writer) => {
       const room = await this.#existing(writer.trx, orgId, roomId);
       assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
@@ -95,7 +99,7 @@ export class ScimGroups {
       }
       await this.#applyMembers(writer, orgId, roomId, change);
       return this.#groupOf(writer.trx, orgId, (await findRoom(writer.trx, orgId, roomId))!, true, at);
-    });
+    }, again);
   }
 
   /** The member changes, each checked to be a user of the organization (400 `invalidValue` naming the first that is not: nothing changes). */
@@ -121,15 +125,32 @@ export class ScimGroups {
     return toScimGroup(roomForGroup(room), list, at.group(room.id), versionOf(room), at.user);
   }
 
+  /** The room, read with `db` (inside a write, its transaction: SQLite has one connection); 404 for an unknown organization or room. */
   async #existing(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {
     const room = await findRoom(db, orgId, roomId);
     if (room !== undefined) return room;
-    await this.#call(() => this.#directory.organization(orgId));
+    if ((await findOrganization(db, orgId)) === undefined) throw new ScimError(404, `Organization "${orgId}" does not exist.`);
     throw new ScimError(404, `Group "${roomId}" does not exist in organization "${orgId}".`);
   }
 
-  async #write<T>(orgId: string, actor: Actor, work: (writer: DirectoryChange) => Promise<T>): Promise<T> {
-    return this.#call(() => changeDirectory(this.#db, orgId, actor, work));
+  /**
+   * One write in one transaction. One that changes nothing (a member added twice, a name set to
+   * itself) is rolled back, as the REST routes do: no directory version is spent on it, so no
+   * lookup cache is emptied, and no event recorded; its answer is read again.
+   */
+  async #write<T>(orgId: string, actor: Actor, work: (writer: DirectoryChange) => Promise<T>, again?: () => Promise<T>): Promise<T> {
+    return this.#call(async () => {
+      try {
+        return await changeDirectory(this.#db, orgId, actor, async (writer) => {
+          const result = await work(writer);
+          if (again !== undefined && writer.recorded === 0) throw new Unchanged();
+          return result;
+        });
+      } catch (error) {
+        if (error instanceof Unchanged && again !== undefined) return again();
+        throw error;
+      }
+    });
   }
 
   async #call<T>(work: () => Promise<T>): Promise<T> {

@@ -63,12 +63,13 @@ function objectOf(value: unknown, attribute: string): Record<string, unknown> {
   throw new ScimError(400, `"${attribute}" must be an object.`, 'invalidValue');
 }
 
-/** The email a SCIM user gives: the primary one, else the first; none: undefined. */
+/** The email a SCIM user gives: the primary one (the last, if several say so), else the first; none: undefined. */
 function emailOf(emails: unknown): string | undefined {
   if (emails === undefined || emails === null) return undefined;
   if (!Array.isArray(emails)) throw new ScimError(400, '"emails" must be a list.', 'invalidValue');
   const listed = emails.map((email, k) => objectOf(email, `emails[${k}]`));
-  const chosen = listed.find((email) => booleanOf(email['primary'], 'emails.primary') === true) ?? listed[0];
+  // The last one marked primary: an `add` to `emails` appends the new primary after the old one.
+  const chosen = listed.filter((email) => booleanOf(email['primary'], 'emails.primary') === true).at(-1) ?? listed[0];
   return chosen === undefined ? undefined : stringOf(chosen['value'], 'emails.value');
 }
 
@@ -103,6 +104,16 @@ const USER_ATTRIBUTES = new Set(
   ].map((attribute) => attribute.toLowerCase()),
 );
 const READ_ONLY = new Set(['id', 'meta']);
+/** The attributes a user keeps (the rest of USER_ATTRIBUTES are accepted and ignored). */
+const KEPT = new Set(['username', 'name', 'emails', 'active', 'externalid']);
+
+/** Whether a path (or pathless value member) names an attribute the user keeps: an operation on any other changes nothing. */
+function isKept(path: string): boolean {
+  const lower = path.toLowerCase();
+  if (lower.startsWith(SIGNROOM_USER_SCHEMA.toLowerCase())) return true;
+  if (lower.startsWith(ENTERPRISE_USER_SCHEMA.toLowerCase())) return false;
+  return KEPT.has(lower.split(/[.[]/, 1)[0]!);
+}
 
 /** 400 for a path (or pathless value member) that names a read-only or unknown attribute. */
 function checkAttribute(path: string): void {
@@ -132,8 +143,15 @@ export function patchScimUser(current: ScimUser, body: unknown): Record<string, 
       }
     }
   }
+  // What is not kept is accepted and ignored, before scim-patch: a filter on it would match nothing
+  // here (Entra ID's default mapping replaces phoneNumbers[type eq "mobile"].value) and be refused.
+  const kept = operations.flatMap((operation): ScimPatchOperation[] => {
+    if (operation.path !== undefined) return isKept(operation.path) ? [operation] : [];
+    const value = Object.entries((operation as { value?: Record<string, unknown> }).value ?? {}).filter(([key]) => isKept(key));
+    return value.length === 0 ? [] : [{ ...operation, value: Object.fromEntries(value) } as ScimPatchOperation];
+  });
   try {
-    return scimPatch(structuredClone(current) as unknown as ScimResource, operations, { mutateDocument: true }) as unknown as Record<string, unknown>;
+    return scimPatch(structuredClone(current) as unknown as ScimResource, kept, { mutateDocument: true }) as unknown as Record<string, unknown>;
   } catch (error) {
     throw new ScimError(400, `The patch cannot be applied: ${(error as Error).message.replace(/^Invalid SCIM Patch: /, '')}`, 'invalidValue');
   }

@@ -326,25 +326,34 @@ export class SearchIndexes {
    * moment later, rather than by the database at length. Under steady writes the index is always a
    * version or two behind, so this waits for the update running and then for the one queued after
    * it, as long as nothing but this organization's updates (or a room's members) runs first. At
-   * once when no index is held, or it is at the version already.
+   * once when no index is held, or it is at the version already. True when the index is held at
+   * the version (or beyond) on return, or the wait was for its update and ran out of time: waiting
+   * again for a later version is then worth it; false when it returned without waiting on it.
    */
-  async catchUp(orgId: string, version: number, withinMs: number): Promise<void> {
+  async catchUp(orgId: string, version: number, withinMs: number): Promise<boolean> {
     const deadline = performance.now() + withinMs;
     const key = jobKey({ kind: 'organization', orgId });
     for (;;) {
       const ready = this.#ready.get(orgId);
-      if (ready === undefined || ready.index.version >= version) return;
+      if (ready === undefined) return false;
+      if (ready.index.version >= version) return true;
       this.index(orgId, version);
       const done = this.#done.get(key);
       // Not behind other loads, or a whole read of seconds.
       const first = this.#working?.kind === 'room' ? this.#queue[0] : this.#working;
-      if (done === undefined || first === undefined || jobKey(first) !== key) return;
+      if (done === undefined || first === undefined || jobKey(first) !== key) return false;
       const left = deadline - performance.now();
-      if (left <= 0) return;
+      if (left <= 0) return true;
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
       clearTimeout(timer);
     }
+  }
+
+  /** The organization's index if it is held at exactly this version; nothing is queued otherwise. */
+  heldAt(orgId: string, version: number): SearchIndex | undefined {
+    const ready = this.#ready.get(orgId);
+    return ready?.index.version === version ? this.index(orgId, version) : undefined;
   }
 
   /** Whether the organization's index is held, at a version older than `version` (it will be brought up to it). */

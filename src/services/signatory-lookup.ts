@@ -108,10 +108,10 @@ export class SignatoryLookup {
     let keys = scopeKeys;
     for (;;) {
       // Just after a change, the organization's in-memory index may be a moment from its version.
-      await this.#indexes?.catchUp(orgId, keys.directoryVersion, deadline - performance.now());
+      const waited = (await this.#indexes?.catchUp(orgId, keys.directoryVersion, deadline - performance.now())) === true;
       const carried = this.#carried(keys);
       if (carried !== undefined) return carried;
-      const answer = await this.#inSnapshot(keys, request, pageRequest, sort, performance.now() < deadline);
+      const answer = await this.#inSnapshot(keys, request, pageRequest, sort, waited && performance.now() < deadline);
       if (Buffer.isBuffer(answer)) return answer;
       keys = answer;
     }
@@ -233,17 +233,21 @@ export class SignatoryLookup {
    * where the database walks its sort index at every version under steady writes.
    */
   #pageFromIndex(keys: LookupKeys, sort: { by: SortField; direction: SortDirection }, size: number, offset: number): number[] | undefined {
-    const found = this.#heldIndex(keys);
+    const found = this.#heldIndex(keys, false);
     if (found === undefined) return undefined;
     const { criteria } = keys;
     const search = { includeExternal: criteria.includeExternal, filter: criteria.filter, members: found.members, sortBy: sort.by, direction: sort.direction, offset, size };
     return found.index.pageWithoutTerms(search);
   }
 
-  /** The organization's index at exactly the lookup's version, with the room's members if its filter needs them. */
-  #heldIndex(keys: LookupKeys): { index: SearchIndex; members: RoomMembers | undefined } | undefined {
+  /**
+   * The organization's index at exactly the lookup's version, with the room's members if its filter
+   * needs them; `mayLoad`: if not held, have it loaded (lookups with terms; the database answers a
+   * page without terms well enough, so those never queue a load).
+   */
+  #heldIndex(keys: LookupKeys, mayLoad = true): { index: SearchIndex; members: RoomMembers | undefined } | undefined {
     const { criteria } = keys;
-    const index = this.#indexes?.index(criteria.orgId, keys.directoryVersion);
+    const index = mayLoad ? this.#indexes?.index(criteria.orgId, keys.directoryVersion) : this.#indexes?.heldAt(criteria.orgId, keys.directoryVersion);
     if (index === undefined) return undefined;
     const members = filterNeedsMembers(criteria.filter) ? this.#indexes!.members(criteria.orgId, index, criteria.roomId) : undefined;
     if (filterNeedsMembers(criteria.filter) && members === undefined) return undefined;

@@ -101,6 +101,20 @@ describe('SCIM /Groups', () => {
     expectError(await patch(id, [{ op: 'replace', path: 'displayName', value: 'x' }], { 'if-match': stale }), 412);
   });
 
+  it('finds a group by a name that differs in case beyond ASCII, and spends no version on a change that changes nothing', async () => {
+    const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Ärzte', members: [{ value: 'u1' }] });
+    const { id } = created.json();
+    const found = await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('displayName eq "äRZTE"')}`);
+    assert.deepEqual(found.json().Resources.map((g: { id: string }) => g.id), [id]);
+    const version = async () => (await t.sql<{ v: number }>(sql`SELECT directory_version AS v FROM organizations WHERE id = 'acme'`))[0]!.v;
+    const [versionBefore, eventsBefore] = [await version(), (await events()).length];
+    const again = await patch(id, [{ op: 'Add', path: 'members', value: [{ value: 'u1' }] }, { op: 'Replace', path: 'displayName', value: 'Ärzte' }]);
+    assert.equal(again.statusCode, 200, again.body);
+    assert.deepEqual(again.json().members.map((m: { value: string }) => m.value), ['u1']);
+    assert.equal(Number(await version()), Number(versionBefore));
+    assert.equal((await events()).length, eventsBefore);
+  });
+
   it('refuses bad input with SCIM errors, changing nothing', async () => {
     const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Guarded', members: [{ value: 'u1' }] });
     const { id } = created.json();
@@ -118,6 +132,14 @@ describe('SCIM /Groups', () => {
     expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('members.value eq "u1"')}`), 400, 'invalidFilter');
     expectError(await patch(id, [{ op: 'replace', path: 'displayName', value: 'x' }], { 'if-match': '"stale"' }), 412);
     expectError(await call('GET', `${SCIM}/Groups/nothing`), 404);
+    // Writes to a group that does not exist: 404, and the server goes on answering (SQLite has one connection).
+    expectError(await patch('nothing', [{ op: 'replace', path: 'displayName', value: 'x' }]), 404);
+    expectError(await call('PUT', `${SCIM}/Groups/nothing`, { schemas: [GROUP], displayName: 'x' }), 404);
+    expectError(await call('DELETE', `${SCIM}/Groups/nothing`), 404);
+    expectError(await patch(id, [{ op: 'remove', path: 'members[value eq "bad\\q"]' }]), 400, 'invalidValue');
+    const notAllowed = await call('POST', `${SCIM}/Groups/${id}`, { schemas: [GROUP], displayName: 'x' });
+    expectError(notAllowed, 405);
+    assert.equal(notAllowed.headers['allow'], 'DELETE, GET, HEAD, PATCH, PUT');
     assert.equal((await events()).length, before, 'nothing recorded');
     assert.deepEqual(await membersInLookup(id), ['anna@acme.example'], 'nothing changed');
     // A room that holds documents is not deleted.

@@ -103,6 +103,23 @@ describe('SCIM /Users', () => {
     assert.equal(patched.json().displayName, 'Elle Entra');
     assert.deepEqual(patched.json().emails.map((e: { value: string }) => e.value), ['elle.entra@acme.example']);
     assert.ok((await lookupEmails('searchQuery=elle')).includes('elle.entra@acme.example'));
+    // What Entra's default mapping sends of attributes signroom does not keep: accepted and ignored.
+    const ignored = await call('PATCH', `${SCIM}/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'Replace', path: 'phoneNumbers[type eq "mobile"].value', value: '+41 79 000 00 00' },
+        { op: 'Remove', path: 'addresses[type eq "work"]' },
+        { op: 'Add', path: 'title', value: 'Counsel' },
+        { op: 'Replace', value: { preferredLanguage: 'de-CH', 'name.familyName': 'Entra' } },
+      ],
+    });
+    assert.equal(ignored.statusCode, 200, ignored.body);
+    assert.equal(ignored.json().phoneNumbers, undefined);
+    // A new primary email added to the list replaces the email.
+    const swapped = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'emails', value: [{ value: 'elle.e@acme.example', primary: true }] }] });
+    assert.deepEqual(swapped.json().emails.map((e: { value: string }) => e.value), ['elle.e@acme.example']);
+    const back = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'emails[type eq "work"].value', value: 'elle.entra@acme.example' }] });
+    assert.equal(back.statusCode, 200, back.body);
     // Deactivated: never a candidate of a lookup that starts after the answer.
     const deactivated = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] });
     assert.equal(deactivated.statusCode, 200, deactivated.body);
@@ -113,6 +130,9 @@ describe('SCIM /Users', () => {
     const recorded = (await events()).filter((event) => event.target_id === user.id);
     assert.deepEqual(recorded.map((event) => [event.action, event.actor]), [
       ['user.created', `token:${tokenId}`],
+      ['user.updated', `token:${tokenId}`],
+      ['user.updated', `token:${tokenId}`],
+      ['user.updated', `token:${tokenId}`],
       ['user.updated', `token:${tokenId}`],
       ['user.updated', `token:${tokenId}`],
       ['user.deleted', `token:${tokenId}`],

@@ -9,13 +9,13 @@ import type { DialectName } from '../dialect.ts';
  * organization. Rooms keep the identity provider's id of the group they are.
  */
 export async function up(db: Kysely<any>, _dialect: DialectName): Promise<void> {
-  await db.schema.createIndex('users_by_external_id').on('users').columns(['org_id', 'external_id']).execute();
+  await db.schema.createIndex('users_external_ids').on('users').columns(['org_id', 'external_id']).execute();
   await db.schema.alterTable('rooms').addColumn('external_id', 'text').execute();
-  await db.schema.createIndex('rooms_by_external_id').on('rooms').columns(['org_id', 'external_id']).execute();
+  await db.schema.createIndex('rooms_external_ids').on('rooms').columns(['org_id', 'external_id']).execute();
 }
 
 export async function down(db: Kysely<any>, _dialect: DialectName): Promise<void> {
-  await db.schema.dropIndex('rooms_by_external_id').execute();
+  await db.schema.dropIndex('rooms_external_ids').execute();
   await db.schema.alterTable('rooms').dropColumn('external_id').execute();
-  await db.schema.dropIndex('users_by_external_id').execute();
+  await db.schema.dropIndex('users_external_ids').execute();
 }

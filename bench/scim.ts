@@ -60,26 +60,19 @@ const ms = (value: number) => value.toFixed(1);
 
 log(`generating ${users} users…`);
 const file = path.join(dataDir, 'directory.json');
-writeFileSync(
-  file,
-  JSON.stringify({
-    organizations: [
-      sampleOrganization({
-        orgId: 'bench',
-        users,
-        externalShare: 0.05,
-        pendingShare: 0.15,
-        rooms: [
-          { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
-          { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
-        ],
-        externalSignatories: true,
-        seed: 7,
-      }),
-    ],
-    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
-  }),
-);
+const organization = sampleOrganization({
+  orgId: 'bench',
+  users,
+  externalShare: 0.05,
+  pendingShare: 0.15,
+  rooms: [
+    { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
+    { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
+  ],
+  externalSignatories: true,
+  seed: 7,
+});
+writeFileSync(file, JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }));
 await run(signroom, ['import', file]);
 const token = (await run(signroom, ['token', 'create', 'bench', '--name', 'bench'])).split('\n')[0]!;
 const BEARER = `Bearer ${token}`;
@@ -132,14 +125,13 @@ try {
   }
 
   log('filters…');
-  // Users spread over the organization, found by userName and by externalId (set on them first).
+  // Users spread over the organization (from the file imported), found by userName and by externalId (set on them first).
   const probes = Array.from({ length: 200 }, (_, k) => Math.floor(((k + 0.5) * users) / 200));
   const emails: string[] = [];
   for (const k of probes) {
-    const page = (await timed(portA, 'GET', `${SCIM}/Users?startIndex=${k + 1}&count=1&attributes=userName`, undefined, 200)).json;
-    const found = (page['Resources'] as { id: string; userName: string }[])[0]!;
-    emails.push(found.userName);
-    await timed(portB, 'PATCH', `${SCIM}/Users/${encodeURIComponent(found.id)}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: `ext-${k}` }] }, 200);
+    const user = (organization['users'] as { id: string; email: string }[])[k]!;
+    emails.push(user.email);
+    await timed(portB, 'PATCH', `${SCIM}/Users/${encodeURIComponent(user.id)}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: `ext-${k}` }] }, 200);
   }
   const byUserName: number[] = [];
   const byExternalId: number[] = [];

@@ -1,6 +1,6 @@
 /**
  * The one registry of problem codes. Every error the API sends is one of these,
- * as RFC 9457 problem details with the stable `code`. README's error table lists
+ * as RFC 9457 problem details with the stable `code`. docs/api.md's error table lists
  * them all (a test fails when one is missing there).
  */
 export const PROBLEMS = {

@@ -175,7 +175,7 @@ const CHUNKS_PER_READ = 16;
  * numbered from 0) that go with it when it is deleted. Chunks keep the
  * server's memory to a few at a time: node-pg copies a parameter whole into
  * its send buffer and receives a bytea as hex text, so a 25 MiB document as one
- * value cost 5–8 times its size each way (measured, README). Staging stays
+ * value cost 5–8 times its size each way (measured: docs/benchmarks.md). Staging stays
  * local (a file the render worker reads).
  */
 export class PostgresBlobStore implements BlobStore {

@@ -175,8 +175,10 @@ export async function findScimUsers(db: Kysely<Database>, query: ScimUserQuery, 
       value,
     );
   }
-  const count = await select.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await select.selectAll('u').orderBy('u.seq').offset(offset).limit(limit).execute();
+  // A first page that is not full is every match: the count would read them again.
+  if (offset === 0 && rows.length < limit) return { total: rows.length, rows };
+  const count = await select.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
   return { total: Number(count.count), rows };
 }
 

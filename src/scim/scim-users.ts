@@ -66,8 +66,9 @@ export class ScimUsers {
       if (condition.attribute === 'id') (query.id ??= []).push(condition.value);
       if (condition.attribute === 'displayName') (query.displayNameLower ??= []).push(condition.value.toLowerCase());
     }
-    await this.#directory.organization(orgId).catch((error: unknown) => Promise.reject(scimErrorOf(error)));
     const { total, rows } = await findScimUsers(this.#db, query, request.startIndex - 1, request.count);
+    // An empty answer may be an organization that does not exist: 404 then (the token's scope was checked).
+    if (rows.length === 0) await this.#directory.organization(orgId).catch((error: unknown) => Promise.reject(scimErrorOf(error)));
     const resources = rows.map((row) => {
       const body = toUser(row);
       return toScimUser(body, locationOf(body.id), etagOf(body));

@@ -240,6 +240,10 @@ describe('SCIM /Users', () => {
     assertScimError(await call('PATCH', `${SCIM}/Users/u1`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'name.givenName', value: 'X' }] }, { 'if-match': '"stale"' }), 412);
     assertScimError(await call('GET', `${SCIM}/Users/nobody`), 404);
     assertScimError(await call('GET', '/scim/v2/organizations/acme/Nothing'), 404);
+    // An organization that does not exist, for a credential covering every one.
+    for (const route of ['Users', 'Users?filter=userName%20eq%20%22x%22', 'Groups', 'ServiceProviderConfig']) {
+      assertScimError(await call('GET', `/scim/v2/organizations/nope/${route}`, undefined, { authorization: basic('root', 'root-password') }), 404);
+    }
     assert.equal((await events()).length, before, 'nothing recorded');
     assert.equal((await call('GET', `${SCIM}/Users/u1`)).json().name.givenName, 'Anna', 'nothing changed');
   });

@@ -122,7 +122,7 @@ export class SignatoryLookup {
    * seen entirely or not at all, by the total, the page and the cache keys, which carry the
    * directory version read in it. When that version is newer than the one `waited` for and the
    * index, held, is still behind it (`mayWait`: steady writes), the keys of that version instead,
-   * to wait for the index again rather than scan the database for the terms.
+   * to wait for the index again rather than answer from the database (a scan for terms, a sort-index walk without).
    */
   async #inSnapshot(
     waited: LookupKeys,

@@ -10,8 +10,6 @@ import { findAuditEvents, type AuditEventQuery } from '../repositories/audit-rep
 import {
   findOrganization,
   findRoom,
-  lockOrganization,
-  lockRoom,
   findUser,
   listOrganizations,
   listRooms,
@@ -193,7 +191,6 @@ export class DirectoryService {
 
   async patchOrganization(orgId: string, patch: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<OrganizationBody>> {
     return changeDirectory(this.#db, orgId, actor, async (change) => {
-      await lockOrganization(change.trx, orgId);
       const current = tagged(toOrganization((await findOrganization(change.trx, orgId))!));
       assertPrecondition(ifMatch, current);
       assertSameId(patch['id'], orgId);
@@ -251,7 +248,7 @@ export class DirectoryService {
 
   async #changeUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor, next: (current: UserBody) => Json): Promise<Tagged<UserBody>> {
     return changeDirectory(this.#db, orgId, actor, async (change) => {
-      const existing = await this.#existingUser(change.trx, orgId, userId, true);
+      const existing = await this.#existingUser(change.trx, orgId, userId);
       const current = tagged(toUser(existing));
       assertPrecondition(ifMatch, current);
       const user = userWrite(next(current.body), userId);
@@ -262,7 +259,7 @@ export class DirectoryService {
 
   async deleteUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
     await changeDirectory(this.#db, orgId, actor, async (change) => {
-      const existing = await this.#existingUser(change.trx, orgId, userId, true);
+      const existing = await this.#existingUser(change.trx, orgId, userId);
       assertPrecondition(ifMatch, tagged(toUser(existing)));
       await change.deleteUser(existing);
     });
@@ -303,7 +300,7 @@ export class DirectoryService {
 
   async #changeRoom(orgId: string, roomId: string, ifMatch: string | undefined, actor: Actor, next: (current: RoomBody) => Json): Promise<Tagged<RoomBody>> {
     return changeDirectory(this.#db, orgId, actor, async (change) => {
-      const current = tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId, true)));
+      const current = tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId)));
       assertPrecondition(ifMatch, current);
       const body = next(current.body);
       if (body['name'] === undefined) throw invalid([{ path: 'name', message: 'is required' }]);
@@ -315,7 +312,7 @@ export class DirectoryService {
 
   async deleteRoom(orgId: string, roomId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
     await changeDirectory(this.#db, orgId, actor, async (change) => {
-      assertPrecondition(ifMatch, tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId, true))));
+      assertPrecondition(ifMatch, tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId))));
       await change.deleteRoom(roomId);
     });
   }
@@ -323,8 +320,7 @@ export class DirectoryService {
   /** Adds (`add`) or removes a member; idempotent. */
   async setMember(orgId: string, roomId: string, userId: string, add: boolean, actor: Actor): Promise<void> {
     await changeDirectory(this.#db, orgId, actor, async (change: DirectoryChange) => {
-      // The room locked: two writers adding one member at once add it once.
-      await this.#existingRoom(change.trx, orgId, roomId, true);
+      await this.#existingRoom(change.trx, orgId, roomId);
       const user = await this.#existingUser(change.trx, orgId, userId);
       const changed = add ? await change.addMember(roomId, user) : await change.removeMember(roomId, user);
       // Nothing changed: the transaction rolls back, and the version is not bumped.
@@ -352,17 +348,14 @@ export class DirectoryService {
     return pageFor(rows.map(toAuditEvent), { page, size: effective }, total);
   }
 
-  /** The user, or 404; `lock` inside a change: its row locked until the commit, so an If-Match checked on it holds (PostgreSQL). */
-  async #existingUser(db: Kysely<Database>, orgId: string, userId: string, lock = false): Promise<UserRecord> {
-    const row = await findUser(db, orgId, userId, { lock });
+  async #existingUser(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord> {
+    const row = await findUser(db, orgId, userId);
     if (row !== undefined) return row;
     await this.#assertScope(orgId, undefined, db);
     throw new ProblemError('user-not-found', `User "${userId}" does not exist in organization "${orgId}".`);
   }
 
-  /** The room, or 404; `lock` inside a change, as for users. */
-  async #existingRoom(db: Kysely<Database>, orgId: string, roomId: string, lock = false): Promise<RoomRecord> {
-    if (lock) await lockRoom(db, orgId, roomId);
+  async #existingRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {
     const row = await findRoom(db, orgId, roomId);
     if (row !== undefined) return row;
     await this.#assertScope(orgId, undefined, db);

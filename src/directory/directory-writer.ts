@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectOf } from '../db/dialect.ts';
 import type { Database, RoomTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
@@ -8,7 +7,7 @@ import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-rep
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findEmailOwner, findUserNameOwner, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
 import { insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
-import { addToTallies, findRoomsOfUser, type TallyDelta, type TallyKind } from '../repositories/user-tally-repository.ts';
+import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
 import type { UserFields } from '../domain/directory-entities.ts';
 import { userRow } from './directory-rows.ts';
 
@@ -16,19 +15,14 @@ import { userRow } from './directory-rows.ts';
  * The one directory writer: every change to an organization's users, rooms, members and settings,
  * from the REST API, SCIM and the CLI, goes through a DirectoryChange, which keeps the rules a
  * change must obey in one place:
- * - the organization's directory version is bumped once per transaction, which makes writers of
- *   one organization wait for each other, and listed with a random stamp (see the
- *   directory-states migration). On SQLite it is the first statement (a read first would make the
- *   write fail with SQLITE_BUSY_SNAPSHOT when another process committed meanwhile; SQLite has one
- *   writer at a time anyway). On PostgreSQL it is among the last, so writers of one organization
- *   wait for each other only for the last few statements: rows are written with a placeholder
- *   version and stamped with the real one at the end, and unique indexes and row locks decide
- *   their races meanwhile (a lost race is the same 409 as a check that finds the conflict);
+ * - the organization's directory version is bumped once per transaction (the first statement,
+ *   which also makes writers of one organization wait for each other), and listed with a random
+ *   stamp (see the directory-states migration);
  * - users are stored with their folded keys, computed in code (directory-rows.ts), and
  *   `changed_in` marks the users whose keys, kind or rooms changed, `members_edited_in` the rooms
  *   one of whose members came or went, which is what the in-memory search indexes read to take a
  *   change in (src/search-index/; an import replacing a member list marks `members_changed_in`);
- * - the tallies that count users by kind move with each user and member (summed, applied last);
+ * - the tallies that count users by kind move with each user and member;
  * - one audit event per change, in the same transaction (contract section 10).
  * The bulk import (bulk-import.ts) writes whole files with the same row rules and repositories.
  */
@@ -43,28 +37,21 @@ function kindOf(row: { external: number; needs_invite: number; status: string })
   return { external: row.external, needs_invite: row.needs_invite, candidate: isCandidateStatus(row.status) ? 1 : 0 };
 }
 
-/** The version rows carry until the real one is known (PostgreSQL): never a version, and never committed. */
-const PENDING_VERSION = -1;
-
 /** The changes of one transaction to one organization's directory. */
 export class DirectoryChange {
   readonly trx: Transaction<Database>;
   readonly orgId: string;
+  /** The directory version this change makes. */
+  readonly version: number;
   /** When it happens: what it creates or changes is stamped with it. */
   readonly at: string;
   readonly #actor: Actor;
   readonly #events: AuditEventRow[] = [];
-  /** The version rows are written with: the one this change made (bumped first), or PENDING_VERSION until finish(). */
-  readonly #rowVersion: number;
-  /** What finish() stamps with the version, when it is bumped last. */
-  readonly #stamps = { users: new Set<string>(), editedRooms: new Set<string>(), replacedRooms: new Set<string>() };
-  readonly #tallies: TallyDelta[] = [];
 
-  /** `version`: the one this change made, bumped first; undefined: finish() bumps it. */
-  constructor(trx: Transaction<Database>, orgId: string, version: number | undefined, at: string, actor: Actor) {
+  constructor(trx: Transaction<Database>, orgId: string, version: number, at: string, actor: Actor) {
     this.trx = trx;
     this.orgId = orgId;
-    this.#rowVersion = version ?? PENDING_VERSION;
+    this.version = version;
     this.at = at;
     this.#actor = actor;
   }
@@ -79,28 +66,9 @@ export class DirectoryChange {
     this.#events.push(auditEvent(this.orgId, this.#actor, this.at, action, target, details));
   }
 
-  /** Ends the change: the version bumped and stamped on what changed (if not bumped first), the tallies moved, the events written. */
-  async finish(): Promise<void> {
-    if (this.#rowVersion === PENDING_VERSION) {
-      const version = await bumpVersion(this.trx, this.orgId);
-      const { users, editedRooms, replacedRooms } = this.#stamps;
-      const rooms = (ids: Set<string>) => this.trx.updateTable('rooms').where('org_id', '=', this.orgId).where('id', 'in', [...ids]);
-      if (users.size > 0) await this.trx.updateTable('users').set({ changed_in: version }).where('org_id', '=', this.orgId).where('id', 'in', [...users]).execute();
-      if (editedRooms.size > 0) await rooms(editedRooms).set({ members_edited_in: version }).execute();
-      if (replacedRooms.size > 0) await rooms(replacedRooms).set({ members_changed_in: version }).execute();
-    }
-    await addToTallies(this.trx, this.orgId, this.#tallies);
+  /** Writes the events recorded: called once, last. */
+  async flush(): Promise<void> {
     await insertAuditEvents(this.trx, this.#events);
-  }
-
-  /** Counts a user out of `from` and into `to` in the organization's tallies and its rooms' (`rooms`: read when not given). */
-  async #moveUser(userId: string, from: TallyKind | undefined, to: TallyKind | undefined, rooms?: readonly string[]): Promise<void> {
-    if (from !== undefined && to !== undefined && from.external === to.external && from.needs_invite === to.needs_invite && from.candidate === to.candidate) return;
-    const scopes = ['', ...(rooms ?? (await findRoomsOfUser(this.trx, this.orgId, userId)))];
-    for (const roomId of scopes) {
-      if (from !== undefined) this.#tallies.push({ roomId, kind: from, delta: -1 });
-      if (to !== undefined) this.#tallies.push({ roomId, kind: to, delta: 1 });
-    }
   }
 
   /** 409 unless the email, and the userName the user reads as (its email while it has none), are free in the organization (but for `userId`'s own). */
@@ -118,22 +86,19 @@ export class DirectoryChange {
 
   /** Creates a user (409 `user-exists` when the id is taken); a deleted user's id is taken again, as a new user. */
   async createUser(user: UserWrite): Promise<UserRecord> {
-    // Locked: a deleted user's id taken again by two writers at once is taken once.
-    const stored = await findUserRow(this.trx, this.orgId, user.id, { lock: true });
+    const stored = await findUserRow(this.trx, this.orgId, user.id);
     if (stored !== undefined && stored.status !== 'deleted') {
       throw new ProblemError('user-exists', `A user with id "${user.id}" already exists in organization "${this.orgId}".`);
     }
     await this.#assertUnique(user, user.id);
-    const row = { ...userRow(this.orgId, user, this.#rowVersion, this.at), ...scimColumns(user) };
+    const row = { ...userRow(this.orgId, user, this.version, this.at), ...scimColumns(user) };
     if (stored === undefined) {
       await this.trx.insertInto('users').values(row).execute();
     } else {
       await this.trx.updateTable('users').set(row).where('org_id', '=', this.orgId).where('id', '=', user.id).execute();
-      await this.#moveUser(user.id, kindOf(stored), undefined, []);
+      await moveInTallies(this.trx, this.orgId, user.id, kindOf(stored), undefined);
     }
-    this.#stamps.users.add(user.id);
-    // A new user, or a deleted one's id taken again: a member of no room.
-    await this.#moveUser(user.id, undefined, kindOf(row), []);
+    await moveInTallies(this.trx, this.orgId, user.id, undefined, kindOf(row));
     this.audit('user.created', { type: 'user', id: user.id });
     return (await findUserRow(this.trx, this.orgId, user.id))!;
   }
@@ -141,7 +106,7 @@ export class DirectoryChange {
   /** Replaces a stored user's fields; `changed_in` moves only if what a lookup shows or tests of it changed. */
   async updateUser(existing: UserRecord, user: UserWrite, details: object = {}): Promise<UserRecord> {
     await this.#assertUnique(user, existing.id);
-    const next = userRow(this.orgId, { ...user, id: existing.id }, this.#rowVersion, this.at);
+    const next = userRow(this.orgId, { ...user, id: existing.id }, this.version, this.at);
     // What a lookup shows or tests: the in-memory index lays the user over what it holds, and an
     // answer cached before is carried across this version only if the user cannot be in it.
     const indexedSame =
@@ -158,12 +123,11 @@ export class DirectoryChange {
     const { org_id: _org, id: _id, created_at: _created, ...columns } = next;
     await this.trx
       .updateTable('users')
-      .set({ ...columns, ...scimColumns(user), changed_in: indexedSame ? existing.changed_in : this.#rowVersion })
+      .set({ ...columns, ...scimColumns(user), changed_in: indexedSame ? existing.changed_in : this.version })
       .where('org_id', '=', this.orgId)
       .where('id', '=', existing.id)
       .execute();
-    if (!indexedSame) this.#stamps.users.add(existing.id);
-    await this.#moveUser(existing.id, kindOf(existing), kindOf(next));
+    await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), kindOf(next));
     this.audit('user.updated', { type: 'user', id: existing.id }, details);
     return (await findUserRow(this.trx, this.orgId, existing.id))!;
   }
@@ -173,11 +137,11 @@ export class DirectoryChange {
    * (in-memory search indexes pass over it as a change; its id may be taken again).
    */
   async deleteUser(existing: UserRecord): Promise<void> {
-    const rooms = await findRoomsOfUser(this.trx, this.orgId, existing.id);
-    await this.#moveUser(existing.id, kindOf(existing), undefined, rooms);
+    await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), undefined);
+    const rooms = await this.trx.selectFrom('room_members').select('room_id').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
     await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
-    await this.#membersEdited(rooms);
-    const gone = userRow(this.orgId, { id: existing.id, firstname: null, lastname: null, email: '', external: false, status: 'active' }, this.#rowVersion, this.at);
+    await this.#membersEdited(rooms.map((room) => room.room_id));
+    const gone = userRow(this.orgId, { id: existing.id, firstname: null, lastname: null, email: '', external: false, status: 'active' }, this.version, this.at);
     await this.trx
       .updateTable('users')
       .set({
@@ -196,15 +160,13 @@ export class DirectoryChange {
         user_name: null,
         user_name_lower: null,
         external_id: null,
-        changed_in: this.#rowVersion,
+        changed_in: this.version,
         updated_at: this.at,
       })
       .where('org_id', '=', this.orgId)
       .where('id', '=', existing.id)
       .execute();
-    this.#stamps.users.add(existing.id);
-    // Kept as a row, counted as a user who is never a candidate (and a member of no room).
-    await this.#moveUser(existing.id, undefined, { external: 0, needs_invite: 0, candidate: 0 }, []);
+    await moveInTallies(this.trx, this.orgId, existing.id, undefined, { external: 0, needs_invite: 0, candidate: 0 });
     this.audit('user.deleted', { type: 'user', id: existing.id });
   }
 
@@ -212,9 +174,8 @@ export class DirectoryChange {
   async createRoom(room: { id: string; name: string; externalId?: string | null }): Promise<void> {
     const taken = await this.trx.selectFrom('rooms').select('id').where('org_id', '=', this.orgId).where('id', '=', room.id).executeTakeFirst();
     if (taken !== undefined) throw new ProblemError('room-exists', `A signing room with id "${room.id}" already exists in organization "${this.orgId}".`);
-    const row: RoomTable = { org_id: this.orgId, id: room.id, name: room.name, created_at: this.at, updated_at: this.at, members_changed_in: this.#rowVersion, external_id: room.externalId ?? null };
+    const row: RoomTable = { org_id: this.orgId, id: room.id, name: room.name, created_at: this.at, updated_at: this.at, members_changed_in: this.version, external_id: room.externalId ?? null };
     await this.trx.insertInto('rooms').values(row).execute();
-    this.#stamps.replacedRooms.add(room.id);
     this.audit('room.created', { type: 'room', id: room.id });
   }
 
@@ -247,7 +208,7 @@ export class DirectoryChange {
   async addMember(roomId: string, user: UserRecord): Promise<boolean> {
     if (await isMember(this.trx, this.orgId, roomId, user.id)) return false;
     await insertMemberRows(this.trx, [{ org_id: this.orgId, room_id: roomId, user_id: user.id }]);
-    this.#tallies.push({ roomId, kind: kindOf(user), delta: 1 });
+    await moveInRoomTally(this.trx, this.orgId, roomId, kindOf(user), 1);
     await this.#membersEdited([roomId], user.id);
     this.audit('room.member.added', { type: 'room', id: roomId }, { userId: user.id });
     return true;
@@ -257,7 +218,7 @@ export class DirectoryChange {
   async removeMember(roomId: string, user: UserRecord): Promise<boolean> {
     if (!(await isMember(this.trx, this.orgId, roomId, user.id))) return false;
     await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('room_id', '=', roomId).where('user_id', '=', user.id).execute();
-    this.#tallies.push({ roomId, kind: kindOf(user), delta: -1 });
+    await moveInRoomTally(this.trx, this.orgId, roomId, kindOf(user), -1);
     await this.#membersEdited([roomId], user.id);
     this.audit('room.member.removed', { type: 'room', id: roomId }, { userId: user.id });
     return true;
@@ -280,11 +241,8 @@ export class DirectoryChange {
    */
   async #membersEdited(roomIds: readonly string[], userId?: string): Promise<void> {
     if (roomIds.length === 0) return;
-    await this.trx.updateTable('rooms').set({ members_edited_in: this.#rowVersion }).where('org_id', '=', this.orgId).where('id', 'in', [...roomIds]).execute();
-    for (const roomId of roomIds) this.#stamps.editedRooms.add(roomId);
-    if (userId === undefined) return;
-    await this.trx.updateTable('users').set({ changed_in: this.#rowVersion }).where('org_id', '=', this.orgId).where('id', '=', userId).execute();
-    this.#stamps.users.add(userId);
+    await this.trx.updateTable('rooms').set({ members_edited_in: this.version }).where('org_id', '=', this.orgId).where('id', 'in', [...roomIds]).execute();
+    if (userId !== undefined) await this.trx.updateTable('users').set({ changed_in: this.version }).where('org_id', '=', this.orgId).where('id', '=', userId).execute();
   }
 }
 
@@ -294,59 +252,26 @@ function scimColumns(user: UserWrite) {
 
 /**
  * Runs `work` as one change to the organization's directory, in one transaction: its version is
- * bumped (first on SQLite, last on PostgreSQL: see the top of this file; 404
- * `organization-not-found` for an unknown organization), its tallies and events written last.
- * Anything thrown rolls everything back, the version and the events included; a write that lost
- * a race to a unique index is the 409 its check would have given.
+ * bumped first (404 `organization-not-found` for an unknown organization), its events written
+ * last. Anything thrown rolls everything back, the version and the events included.
  */
 export async function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: Actor, work: (change: DirectoryChange) => Promise<T>): Promise<T> {
-  try {
-    return await db.transaction().execute(async (trx) => {
-      const at = new Date().toISOString();
-      const bumpFirst = dialectOf(trx) !== 'postgres';
-      let version: number | undefined;
-      if (bumpFirst) version = await bumpVersion(trx, orgId);
-      else if ((await trx.selectFrom('organizations').select('id').where('id', '=', orgId).executeTakeFirst()) === undefined) throw organizationNotFound(orgId);
-      const change = new DirectoryChange(trx, orgId, version, at, actor);
-      const result = await work(change);
-      await change.finish();
-      return result;
-    });
-  } catch (error) {
-    throw conflictOf(error, orgId) ?? error;
-  }
-}
-
-function organizationNotFound(orgId: string): ProblemError {
-  return new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-}
-
-/** Bumps the organization's directory version (locking its row until the commit) and lists it; the new version. */
-async function bumpVersion(trx: Transaction<Database>, orgId: string): Promise<number> {
-  const bumped = await trx
-    .updateTable('organizations')
-    .set((eb) => ({ directory_version: eb(eb.ref('directory_version'), '+', 1) }))
-    .where('id', '=', orgId)
-    .returning('directory_version')
-    .executeTakeFirst();
-  if (bumped === undefined) throw organizationNotFound(orgId);
-  const version = Number(bumped.directory_version);
-  await listDirectoryVersions(trx, [{ id: orgId, directory_version: version }], randomUUID());
-  return version;
-}
-
-/** The unique indexes a concurrent write can lose a race to (PostgreSQL), and the 409 each means. */
-const CONFLICTS: Record<string, (orgId: string) => ProblemError> = {
-  users_org_id_unique: (orgId) => new ProblemError('user-exists', `A user with this id already exists in organization "${orgId}".`),
-  users_email_unique: (orgId) => new ProblemError('email-taken', `The email already belongs to another user of organization "${orgId}".`),
-  users_user_name_unique: (orgId) => new ProblemError('user-name-taken', `The userName already belongs to another user of organization "${orgId}".`),
-  rooms_pk: (orgId) => new ProblemError('room-exists', `A signing room with this id already exists in organization "${orgId}".`),
-};
-
-function conflictOf(error: unknown, orgId: string): ProblemError | undefined {
-  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-  if (code !== '23505' || typeof constraint !== 'string') return undefined;
-  return CONFLICTS[constraint]?.(orgId);
+  return db.transaction().execute(async (trx) => {
+    const at = new Date().toISOString();
+    const bumped = await trx
+      .updateTable('organizations')
+      .set((eb) => ({ directory_version: eb(eb.ref('directory_version'), '+', 1) }))
+      .where('id', '=', orgId)
+      .returning('directory_version')
+      .executeTakeFirst();
+    if (bumped === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+    const version = Number(bumped.directory_version);
+    await listDirectoryVersions(trx, [{ id: orgId, directory_version: version }], randomUUID());
+    const change = new DirectoryChange(trx, orgId, version, at, actor);
+    const result = await work(change);
+    await change.flush();
+    return result;
+  });
 }
 
 /** Creates an organization (409 `organization-exists` when the id is taken). */

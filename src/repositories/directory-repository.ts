@@ -75,19 +75,13 @@ export async function listOrganizations(db: Kysely<Database>, ids: readonly stri
 }
 
 /** The user with this id (not deleted), or undefined. */
-export async function findUser(db: Kysely<Database>, orgId: string, userId: string, options: { lock?: boolean } = {}): Promise<UserRecord | undefined> {
-  const select = db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).where('status', '<>', 'deleted');
-  return (options.lock === true && dialectOf(db) === 'postgres' ? select.forUpdate() : select).executeTakeFirst();
+export async function findUser(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord | undefined> {
+  return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).where('status', '<>', 'deleted').executeTakeFirst();
 }
 
-/**
- * The stored row of this id, deleted or not (a deleted user's id may be taken again). `lock`: on
- * PostgreSQL, locked until the transaction ends (SQLite has one writer at a time anyway), so a
- * read-modify-write of it cannot lose a concurrent one's change.
- */
-export async function findUserRow(db: Kysely<Database>, orgId: string, userId: string, options: { lock?: boolean } = {}): Promise<UserRecord | undefined> {
-  const select = db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId);
-  return (options.lock === true && dialectOf(db) === 'postgres' ? select.forUpdate() : select).executeTakeFirst();
+/** The stored row of this id, deleted or not (a deleted user's id may be taken again). */
+export async function findUserRow(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord | undefined> {
+  return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).executeTakeFirst();
 }
 
 /** The id of another user whose email is this one ignoring case, if any. */
@@ -109,11 +103,6 @@ export async function findUserNameOwner(db: Kysely<Database>, orgId: string, use
 }
 
 /** Locks the room's row for the rest of the transaction (PostgreSQL; SQLite has one writer): an upload inserting a document into it waits, or is waited for. */
-/** Locks the organization's row until the transaction ends (PostgreSQL; SQLite has one writer at a time). */
-export async function lockOrganization(db: Kysely<Database>, orgId: string): Promise<void> {
-  if (dialectOf(db) === 'postgres') await db.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
-}
-
 export async function lockRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<void> {
   if (dialectOf(db) === 'postgres') await db.selectFrom('rooms').select('id').where('org_id', '=', orgId).where('id', '=', roomId).forUpdate().execute();
 }

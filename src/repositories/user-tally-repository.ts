@@ -64,38 +64,29 @@ export interface TallyKind {
   candidate: number;
 }
 
-/** One change to a tally: `delta` users of `kind` into (or out of) the organization's (room '') or a room's. */
-export interface TallyDelta {
-  roomId: string;
-  kind: TallyKind;
-  delta: number;
-}
-
-/** The rooms a user is a member of (for moving it in their tallies). */
-export async function findRoomsOfUser(db: Kysely<Database>, orgId: string, userId: string): Promise<string[]> {
-  const rows = await db.selectFrom('room_members').select('room_id').where('org_id', '=', orgId).where('user_id', '=', userId).execute();
-  return rows.map((row) => row.room_id);
-}
-
 /**
- * Applies tally deltas in one statement, summed by tally and in key order (so writers touching
- * the same tallies take their row locks in the same order), those that sum to nothing left out.
+ * Moves one user in the tallies of the organization and of every room it is a member of: out of
+ * `from` (undefined: a new user), into `to` (undefined: gone). For a single write, where counting
+ * the organization again would read every user.
  */
-export async function addToTallies(db: Kysely<Database>, orgId: string, deltas: readonly TallyDelta[]): Promise<void> {
-  const sums = new Map<string, TallyDelta>();
-  for (const { roomId, kind, delta } of deltas) {
-    const key = JSON.stringify([roomId, kind.external, kind.needs_invite, kind.candidate]);
-    const sum = sums.get(key);
-    sums.set(key, { roomId, kind, delta: (sum?.delta ?? 0) + delta });
+export async function moveInTallies(db: Kysely<Database>, orgId: string, userId: string, from: TallyKind | undefined, to: TallyKind | undefined): Promise<void> {
+  if (from !== undefined && to !== undefined && from.external === to.external && from.needs_invite === to.needs_invite && from.candidate === to.candidate) return;
+  for (const [kind, delta] of [[from, -1], [to, 1]] as const) {
+    if (kind === undefined) continue;
+    await addToTally(db, sql`select ${orgId} as org_id, '' as room_id`, kind, delta);
+    await addToTally(db, sql`select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`, kind, delta);
   }
-  const rows = [...sums.entries()]
-    .filter(([, sum]) => sum.delta !== 0)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, { roomId, kind, delta }]) => ({ org_id: orgId, room_id: roomId, external: kind.external, needs_invite: kind.needs_invite, candidate: kind.candidate, users: delta }));
-  if (rows.length === 0) return;
-  await db
-    .insertInto('user_tallies')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['org_id', 'room_id', 'external', 'needs_invite', 'candidate']).doUpdateSet((eb) => ({ users: eb(eb.ref('user_tallies.users'), '+', eb.ref('excluded.users')) })))
-    .execute();
+}
+
+/** Counts a user of `kind` in, or out of (`delta` -1), a room's members. */
+export async function moveInRoomTally(db: Kysely<Database>, orgId: string, roomId: string, kind: TallyKind, delta: 1 | -1): Promise<void> {
+  await addToTally(db, sql`select ${orgId} as org_id, ${roomId} as room_id`, kind, delta);
+}
+
+/** Adds `delta` users of `kind` to the tallies of the (org_id, room_id) pairs `scopes` selects. */
+async function addToTally(db: Kysely<Database>, scopes: RawBuilder<unknown>, kind: TallyKind, delta: number): Promise<void> {
+  await sql`
+    insert into user_tallies (org_id, room_id, external, needs_invite, candidate, users)
+    select s.org_id, s.room_id, ${kind.external}, ${kind.needs_invite}, ${kind.candidate}, ${delta} from (${scopes}) s where true
+    on conflict (org_id, room_id, external, needs_invite, candidate) do update set users = user_tallies.users + excluded.users`.execute(db);
 }

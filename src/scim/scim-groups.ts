@@ -4,7 +4,7 @@ import type { Database } from '../db/tables.ts';
 import type { Actor } from '../directory/audit.ts';
 import { assertPrecondition, etagOf, nameOf, type DirectoryService } from '../directory/directory-service.ts';
 import { changeDirectory, type DirectoryChange } from '../directory/directory-writer.ts';
-import { findOrganization, findRoom, findRoomMemberIds, lockRoom, findScimGroups, findUsersByIds, type RoomRecord, type ScimGroupQuery } from '../repositories/directory-repository.ts';
+import { findOrganization, findRoom, findRoomMemberIds, findScimGroups, findUsersByIds, type RoomRecord, type ScimGroupQuery } from '../repositories/directory-repository.ts';
 import { groupFromScim, groupPatch, parseGroupFilter, toScimGroup, type GroupChange, type ScimGroup } from './group-resource.ts';
 import { ScimError } from './scim-error.ts';
 import { LIST_RESPONSE_SCHEMA, scimErrorOf, type ScimList } from './scim-users.ts';
@@ -80,7 +80,7 @@ export class ScimGroups {
 
   async delete(orgId: string, roomId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
     await this.#write(orgId, actor, async (writer) => {
-      const room = await this.#existing(writer.trx, orgId, roomId, true);
+      const room = await this.#existing(writer.trx, orgId, roomId);
       assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
       await writer.deleteRoom(roomId);
     });
@@ -89,7 +89,7 @@ export class ScimGroups {
   async #change(orgId: string, roomId: string, change: GroupChange, ifMatch: string | undefined, actor: Actor, at: GroupLocations): Promise<ScimGroup> {
     const again = () => this.get(orgId, roomId, true, at);
     return this.#write(orgId, actor, async (writer) => {
-      const room = await this.#existing(writer.trx, orgId, roomId, true);
+      const room = await this.#existing(writer.trx, orgId, roomId);
       assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
       const name = change.name === undefined ? room.name : nameOf({ name: change.name }, roomId);
       const externalId = change.externalId === undefined ? (room.external_id ?? null) : change.externalId;
@@ -125,13 +125,8 @@ export class ScimGroups {
     return toScimGroup(roomForGroup(room), list, at.group(room.id), versionOf(room), at.user);
   }
 
-  /**
-   * The room, read with `db` (inside a write, its transaction: SQLite has one connection, and on
-   * PostgreSQL the room is locked until the commit, so an If-Match checked on it holds); 404 for
-   * an unknown organization or room.
-   */
-  async #existing(db: Kysely<Database>, orgId: string, roomId: string, lock = false): Promise<RoomRecord> {
-    if (lock) await lockRoom(db, orgId, roomId);
+  /** The room, read with `db` (inside a write, its transaction: SQLite has one connection); 404 for an unknown organization or room. */
+  async #existing(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {
     const room = await findRoom(db, orgId, roomId);
     if (room !== undefined) return room;
     if ((await findOrganization(db, orgId)) === undefined) throw new ScimError(404, `Organization "${orgId}" does not exist.`);

@@ -1,7 +1,7 @@
-import { parse, type Filter } from 'scim2-parse-filter';
+import type { Filter } from 'scim2-parse-filter';
 import { patchOperations } from './user-resource.ts';
 import { ScimError } from './scim-error.ts';
-import { MAX_FILTER_LENGTH } from './user-filter.ts';
+import { parseFilter } from './user-filter.ts';
 
 /**
  * SCIM Groups as signing rooms (contract section 9), pure: `displayName` is the room's name,
@@ -159,13 +159,6 @@ export function groupPatch(body: unknown, id: string): GroupChange {
 
 /** What a `/Groups` filter asks: `eq` on displayName (ignoring case), externalId or id, joined by `and`. */
 export function parseGroupFilter(filter: string): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] {
-  if (filter.length > MAX_FILTER_LENGTH) throw new ScimError(400, `The filter is longer than ${MAX_FILTER_LENGTH} characters.`, 'invalidFilter');
-  let tree: Filter;
-  try {
-    tree = parse(filter);
-  } catch (error) {
-    throw new ScimError(400, `The filter cannot be read: ${(error as Error).message}.`, 'invalidFilter');
-  }
   const conditions = (node: Filter): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] => {
     if (node.op === 'and') return node.filters.flatMap(conditions);
     const attribute = node.op === 'eq' ? ({ displayname: 'displayName', externalid: 'externalId', id: 'id' } as const)[node.attrPath.toLowerCase()] : undefined;
@@ -174,5 +167,5 @@ export function parseGroupFilter(filter: string): { attribute: 'displayName' | '
     }
     return [{ attribute, value: node.compValue }];
   };
-  return conditions(tree);
+  return conditions(parseFilter(filter));
 }

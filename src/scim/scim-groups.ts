@@ -7,7 +7,7 @@ import { changeDirectory, type DirectoryChange } from '../directory/directory-wr
 import { findOrganization, findRoom, findRoomMemberIds, findScimGroups, findUsersByIds, type RoomRecord, type ScimGroupQuery } from '../repositories/directory-repository.ts';
 import { groupFromScim, groupPatch, parseGroupFilter, toScimGroup, type GroupChange, type ScimGroup } from './group-resource.ts';
 import { ScimError } from './scim-error.ts';
-import { LIST_RESPONSE_SCHEMA, scimErrorOf, type ScimList } from './scim-users.ts';
+import { asScim, LIST_RESPONSE_SCHEMA, type ScimList } from './scim-users.ts';
 
 /** Thrown inside a write that changed nothing, to roll it back. */
 class Unchanged extends Error {}
@@ -47,7 +47,7 @@ export class ScimGroups {
       if (condition.attribute === 'externalId') (query.externalId ??= []).push(condition.value);
       if (condition.attribute === 'id') (query.id ??= []).push(condition.value);
     }
-    await this.#call(() => this.#directory.organization(orgId));
+    await asScim(() => this.#directory.organization(orgId));
     const { total, rows } = await findScimGroups(this.#db, query, request.startIndex - 1, request.count);
     const resources: ScimGroup[] = [];
     for (const room of rows) resources.push(await this.#groupOf(this.#db, orgId, room, request.members, at));
@@ -139,7 +139,7 @@ export class ScimGroups {
    * lookup cache is emptied, and no event recorded; its answer is read again.
    */
   async #write<T>(orgId: string, actor: Actor, work: (writer: DirectoryChange) => Promise<T>, again?: () => Promise<T>): Promise<T> {
-    return this.#call(async () => {
+    return asScim(async () => {
       try {
         return await changeDirectory(this.#db, orgId, actor, async (writer) => {
           const result = await work(writer);
@@ -151,13 +151,5 @@ export class ScimGroups {
         throw error;
       }
     });
-  }
-
-  async #call<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      throw scimErrorOf(error);
-    }
   }
 }

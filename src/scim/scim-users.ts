@@ -28,7 +28,7 @@ export function scimPaging(startIndex: number | undefined, count: number | undef
 }
 
 /** A problem from the directory service as the SCIM error an identity provider understands. */
-export function scimErrorOf(error: unknown): unknown {
+function scimErrorOf(error: unknown): unknown {
   if (!(error instanceof ProblemError)) return error;
   switch (error.code) {
     case 'invalid-parameter':
@@ -41,6 +41,15 @@ export function scimErrorOf(error: unknown): unknown {
       return new ScimError(409, error.message, 'uniqueness');
     default:
       return new ScimError(error.statusCode, error.message);
+  }
+}
+
+/** Runs `work`, any directory problem it throws turned into the SCIM error it means. */
+export async function asScim<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw scimErrorOf(error);
   }
 }
 
@@ -68,7 +77,7 @@ export class ScimUsers {
     }
     const { total, rows } = await findScimUsers(this.#db, query, request.startIndex - 1, request.count);
     // An empty answer may be an organization that does not exist: 404 then (the token's scope was checked).
-    if (rows.length === 0) await this.#directory.organization(orgId).catch((error: unknown) => Promise.reject(scimErrorOf(error)));
+    if (rows.length === 0) await asScim(() => this.#directory.organization(orgId));
     const resources = rows.map((row) => {
       const body = toUser(row);
       return toScimUser(body, locationOf(body.id), etagOf(body));
@@ -77,39 +86,31 @@ export class ScimUsers {
   }
 
   async get(orgId: string, userId: string, locationOf: (id: string) => string): Promise<ScimUser> {
-    return scimUserOf(await this.#call(() => this.#directory.user(orgId, userId)), locationOf);
+    return scimUserOf(await asScim(() => this.#directory.user(orgId, userId)), locationOf);
   }
 
   async create(orgId: string, body: Record<string, unknown>, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
     const user = userFromScim(body, undefined);
-    return scimUserOf(await this.#call(() => this.#directory.createUser(orgId, user, actor)), locationOf);
+    return scimUserOf(await asScim(() => this.#directory.createUser(orgId, user, actor)), locationOf);
   }
 
   async replace(orgId: string, userId: string, body: Record<string, unknown>, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
     if (body['id'] !== undefined && body['id'] !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
-    const current = await this.#call(() => this.#directory.user(orgId, userId));
+    const current = await asScim(() => this.#directory.user(orgId, userId));
     const user = userFromScim(body, current.body.status);
-    return scimUserOf(await this.#call(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch, actor)), locationOf);
+    return scimUserOf(await asScim(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch, actor)), locationOf);
   }
 
   async patch(orgId: string, userId: string, body: unknown, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
-    const current = await this.#call(() => this.#directory.user(orgId, userId));
+    const current = await asScim(() => this.#directory.user(orgId, userId));
     const patched = patchScimUser(toScimUser(current.body, locationOf(userId), current.etag), body);
     const user = userFromScim(patched, current.body.status);
     // The version read is the one patched: a write landing in between is a 412, not lost.
-    return scimUserOf(await this.#call(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch ?? current.etag, actor)), locationOf);
+    return scimUserOf(await asScim(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch ?? current.etag, actor)), locationOf);
   }
 
   async delete(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
-    await this.#call(() => this.#directory.deleteUser(orgId, userId, ifMatch, actor));
-  }
-
-  async #call<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      throw scimErrorOf(error);
-    }
+    await asScim(() => this.#directory.deleteUser(orgId, userId, ifMatch, actor));
   }
 }
 

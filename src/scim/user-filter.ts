@@ -26,14 +26,17 @@ const ATTRIBUTES: Record<string, UserCondition['attribute']> = {
  * supported. The grammar is scim2-parse-filter's.
  */
 export function parseUserFilter(filter: string): UserCondition[] {
+  return conditionsOf(parseFilter(filter));
+}
+
+/** A filter's tree in scim2-parse-filter's grammar; 400 `invalidFilter` when it is too long or cannot be read. */
+export function parseFilter(filter: string): Filter {
   if (filter.length > MAX_FILTER_LENGTH) throw new ScimError(400, `The filter is longer than ${MAX_FILTER_LENGTH} characters.`, 'invalidFilter');
-  let tree: Filter;
   try {
-    tree = parse(filter);
+    return parse(filter);
   } catch (error) {
     throw new ScimError(400, `The filter cannot be read: ${(error as Error).message}.`, 'invalidFilter');
   }
-  return conditionsOf(tree);
 }
 
 function conditionsOf(node: Filter): UserCondition[] {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { freshDatabase, TEST_DIALECT } from './databases.ts';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
+import { newToken, tokenHash } from '../../src/domain/api-token.ts';
 import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
 import { importDirectory } from '../../src/directory/bulk-import.ts';
 import { importOptionsFor } from '../../src/search-index/import-copies.ts';
@@ -96,6 +98,14 @@ export async function startTestApp(env: Record<string, string> = {}, now?: () =>
 /** The Authorization header value for Basic credentials (UTF-8). */
 export function basic(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
+}
+
+/** An API token of the organization, stored as `bin/signroom token create` stores one (only its hash): the secret to send, and its id. */
+export async function addApiToken(t: TestApp, orgId: string): Promise<{ secret: string; id: string }> {
+  const secret = newToken();
+  const id = `t${randomBytes(6).toString('hex')}`;
+  await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${id}, ${orgId}, 'test', ${tokenHash(secret)}, ${new Date().toISOString()})`);
+  return { secret, id };
 }
 
 export const LOOKUP = (orgId: string, roomId: string) =>

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { newToken, tokenHash } from '../../src/domain/api-token.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
 import { solidImage } from '../helpers/images.ts';
-import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { LOOKUP, addApiToken, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const SCIM = '/scim/v2/organizations/acme';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -43,9 +42,7 @@ describe('SCIM /Groups', () => {
   before(async () => {
     t = await startTestApp();
     await t.importDirectory(DIRECTORY);
-    token = newToken();
-    tokenId = 'tgroups';
-    await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${tokenId}, 'acme', 'groups', ${tokenHash(token)}, ${new Date().toISOString()})`);
+    ({ secret: token, id: tokenId } = await addApiToken(t, 'acme'));
   });
   after(async () => t.close());
 

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { sql } from 'kysely';
-import { newToken, tokenHash } from '../../src/domain/api-token.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
-import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { addApiToken, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const SCIM = '/scim/v2/organizations/acme';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
@@ -51,8 +49,7 @@ describe('SCIM PATCH against a model', () => {
   before(async () => {
     t = await startTestApp();
     await t.importDirectory(DIRECTORY);
-    token = newToken();
-    await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES ('tmodel', 'acme', 'model', ${tokenHash(token)}, ${new Date().toISOString()})`);
+    ({ secret: token } = await addApiToken(t, 'acme'));
   });
   after(async () => t.close());
 

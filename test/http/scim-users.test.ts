@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { newToken, tokenHash } from '../../src/domain/api-token.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
-import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { LOOKUP, addApiToken, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const SCIM = '/scim/v2/organizations/acme';
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -33,12 +32,6 @@ describe('SCIM /Users', () => {
   const lookupEmails = async (query: string) =>
     ((await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=100&${query}`, headers: { authorization: basic('root', 'root-password') } })).json() as { content: { email: string }[] }).content.map((s) => s.email);
   const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
-  const addToken = async (orgId: string) => {
-    const secret = newToken();
-    const id = `t${Math.random().toString(16).slice(2, 10)}`;
-    await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${id}, ${orgId}, 'test', ${tokenHash(secret)}, ${new Date().toISOString()})`);
-    return { secret, id };
-  };
   const assertScimError = (response: Awaited<ReturnType<typeof call>>, status: number, scimType?: string) => {
     assert.equal(response.statusCode, status, response.body);
     assert.equal(response.headers['content-type'], 'application/scim+json; charset=utf-8');
@@ -52,8 +45,8 @@ describe('SCIM /Users', () => {
   before(async () => {
     t = await startTestApp();
     await t.importDirectory(DIRECTORY);
-    ({ secret: token, id: tokenId } = await addToken('acme'));
-    ({ secret: otherToken } = await addToken('other'));
+    ({ secret: token, id: tokenId } = await addApiToken(t, 'acme'));
+    ({ secret: otherToken } = await addApiToken(t, 'other'));
   });
   after(async () => t.close());
 

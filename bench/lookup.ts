@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
-import { sampleOrganization } from '../src/demo/sample-directory.ts';
+import { BENCH_BASIC, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 
 const { values } = parseArgs({
   options: {
@@ -39,7 +39,6 @@ const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-'));
 const database = await benchDatabase(values.dialect);
 const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
-const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 
 function run(command: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -78,19 +77,7 @@ async function searchIndexesLoaded(port: number, child: ChildProcess): Promise<b
 
 log(`generating ${users} users…`);
 const file = path.join(dataDir, 'directory.json');
-const organization = sampleOrganization({
-        orgId: 'bench',
-        users,
-        externalShare: 0.05,
-        pendingShare: 0.15,
-        rooms: [
-          { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
-          { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
-        ],
-        externalSignatories: true,
-        seed: 7,
-      }) as { users: { id: string; lastname: string | null }[] };
-writeFileSync(file, JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }));
+const organization = writeBenchDirectory(file, users);
 /** Writes an import file of the sample organization giving only `users` (rooms and the rest stay as they are). */
 function writeImportFile(name: string, users: object[]): string {
   const importFile = path.join(dataDir, name);
@@ -119,17 +106,7 @@ const importSeconds = (performance.now() - started) / 1000;
 log(`imported in ${importSeconds.toFixed(1)} s`);
 
 const base = '/admin/api/v3/organizations/bench/rooms';
-const urls = [
-  `${base}/small/signatories/lookup?size=20`,
-  `${base}/large/signatories/lookup?size=20&sortBy=firstname&sortDirection=DESC`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=mul`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=ann%20sch`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=kowalski.4242`,
-  `${base}/large/signatories/lookup?size=20&purpose=SIGNING_REQUEST_SIGNATORY`,
-  `${base}/small/signatories/lookup?size=20&purpose=PERMISSION_INVITATION&sortBy=email`,
-  `${base}/small/signatories/lookup?size=20&page=50&sortBy=email&sortDirection=desc`,
-  `${base}/large/signatories/lookup?size=20&requiresInvitation=true`,
-];
+const urls = lookupMix(base);
 const bigPage = [`${base}/small/signatories/lookup`];
 /** Measured once each, uncached, beside the URLs above: terms of 3 characters or more, from rare to in every user ("example"). */
 const moreTerms = ['dub', 'ros', 'jen', 'garc', 'smith', 'ben', 'example', 'xyz', 'sil jen'].map(
@@ -146,14 +123,14 @@ let baseline: ChildProcess | undefined;
 try {
   await waitFor(`http://127.0.0.1:${port}/livez`, server);
   // The first request with a credential pays the slow password hash: not part of any lookup's figure.
-  await (await fetch(`http://127.0.0.1:${port}${base}/no-such-room/signatories/lookup`, { headers: { authorization: AUTH } })).text();
+  await (await fetch(`http://127.0.0.1:${port}${base}/no-such-room/signatories/lookup`, { headers: { authorization: BENCH_BASIC } })).text();
   // The server loads the in-memory search index of a large organization in the background; until
   // it is loaded, lookups with terms are answered by the database (measured here first).
   const indexStarted = performance.now();
   const beforeIndex: number[] = [];
   for (const url of [`${base}/small/signatories/lookup?size=20&searchQuery=sch`, `${base}/large/signatories/lookup?size=20&searchQuery=ov`]) {
     started = performance.now();
-    await (await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } })).text();
+    await (await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } })).text();
     beforeIndex.push(performance.now() - started);
   }
   const indexSeconds = (await searchIndexesLoaded(port, server)) ? (performance.now() - indexStarted) / 1000 : undefined;
@@ -164,7 +141,7 @@ try {
   const recorded: Record<string, { contentType: string; body: string }> = {};
   for (const url of [...urls, ...bigPage]) {
     started = performance.now();
-    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } });
     const body = await response.text();
     firstSeen.push(performance.now() - started);
     firstSeenUrls.push(url);
@@ -173,7 +150,7 @@ try {
   }
   for (const url of moreTerms) {
     started = performance.now();
-    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } });
     await response.text();
     if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
     firstSeen.push(performance.now() - started);
@@ -182,7 +159,7 @@ try {
   const shortSeen: number[] = [];
   for (const url of shortTerms) {
     started = performance.now();
-    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } });
     await response.text();
     shortSeen.push(performance.now() - started);
   }
@@ -192,7 +169,7 @@ try {
   for (const page of [0, 10, 100, 1_000, 10_000, Math.floor(lastPage / 2), lastPage].filter((p, i, all) => p <= lastPage && all.indexOf(p) === i)) {
     const url = `${base}/large/signatories/lookup?size=20&sortBy=email&page=${page}`;
     started = performance.now();
-    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+    const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } });
     await response.text();
     if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
     deepPages.push({ page, ms: performance.now() - started });
@@ -205,7 +182,7 @@ try {
   const load = async (port: number, list: string[]) => {
     const urlsFile = path.join(dataDir, `urls-${port}-${list.length}.json`);
     writeFileSync(urlsFile, JSON.stringify(list));
-    const out = await run(node, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${port}`, urlsFile, String(connections), String(seconds), AUTH]);
+    const out = await run(node, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${port}`, urlsFile, String(connections), String(seconds), BENCH_BASIC]);
     return JSON.parse(out) as { requests: number; errors: number; rps: number; p50: number; p90: number; p99: number; max: number };
   };
 
@@ -252,7 +229,7 @@ try {
     for (let k = 0; performance.now() - imported < 3000; k++) {
       const url = `${base}/${k % 2 === 0 ? 'small' : 'large'}/signatories/lookup?size=20&searchQuery=${['mar', 'son', 'ber', 'lin', 'ann', 'ell', 'ert', 'ric', 'sch', 'ova'][k % 10]}&sortBy=${['lastname', 'firstname', 'email'][k % 3]}`;
       const at = performance.now();
-      const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } });
+      const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } });
       await response.text();
       if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
       afterChange.push({ at: (at - imported) / 1000, ms: performance.now() - at });
@@ -276,7 +253,7 @@ try {
   server = serve();
   await waitFor(`http://127.0.0.1:${port}/livez`, server);
   const listeningSeconds = (performance.now() - restartedAt) / 1000;
-  await (await fetch(`http://127.0.0.1:${port}${base}/no-such-room/signatories/lookup`, { headers: { authorization: AUTH } })).text();
+  await (await fetch(`http://127.0.0.1:${port}${base}/no-such-room/signatories/lookup`, { headers: { authorization: BENCH_BASIC } })).text();
   const whileLoading: number[] = [];
   for (let k = 0; ; k++) {
     const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { organizations: number; loading: number } };
@@ -284,7 +261,7 @@ try {
     if (ready.searchIndexes !== undefined && (ready.searchIndexes.organizations > 0 || indexSeconds === undefined) && ready.searchIndexes.loading === 0) break;
     const url = `${base}/small/signatories/lookup?size=20&searchQuery=${['kar', 'ste', 'nik', 'tho', 'ali'][k % 5]}${k}`;
     const at = performance.now();
-    await (await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: AUTH } })).text();
+    await (await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } })).text();
     whileLoading.push(performance.now() - at);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

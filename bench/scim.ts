@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
-import { sampleOrganization } from '../src/demo/sample-directory.ts';
+import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 
 const { values } = parseArgs({
   options: {
@@ -38,7 +38,6 @@ const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-scim-'));
 const database = await benchDatabase(values.dialect);
 const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
-const BASIC = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 const log = (message: string) => process.stderr.write(`${message}\n`);
 
 function run(command: string, args: string[]): Promise<string> {
@@ -51,28 +50,11 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const summary = (latencies: number[]) => {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
-};
 const ms = (value: number) => value.toFixed(1);
 
 log(`generating ${users} users…`);
 const file = path.join(dataDir, 'directory.json');
-const organization = sampleOrganization({
-  orgId: 'bench',
-  users,
-  externalShare: 0.05,
-  pendingShare: 0.15,
-  rooms: [
-    { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
-    { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
-  ],
-  externalSignatories: true,
-  seed: 7,
-});
-writeFileSync(file, JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }));
+const organization = writeBenchDirectory(file, users);
 await run(signroom, ['import', file]);
 const token = (await run(signroom, ['token', 'create', 'bench', '--name', 'bench'])).split('\n')[0]!;
 const BEARER = `Bearer ${token}`;
@@ -94,21 +76,11 @@ async function timed(port: number, method: string, route: string, body: unknown,
 }
 
 const base = '/admin/api/v3/organizations/bench/rooms';
-const lookupUrls = [
-  `${base}/small/signatories/lookup?size=20`,
-  `${base}/large/signatories/lookup?size=20&sortBy=firstname&sortDirection=DESC`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=mul`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=ann%20sch`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=kowalski.4242`,
-  `${base}/large/signatories/lookup?size=20&purpose=SIGNING_REQUEST_SIGNATORY`,
-  `${base}/small/signatories/lookup?size=20&purpose=PERMISSION_INVITATION&sortBy=email`,
-  `${base}/small/signatories/lookup?size=20&page=50&sortBy=email&sortDirection=desc`,
-  `${base}/large/signatories/lookup?size=20&requiresInvitation=true`,
-];
+const lookupUrls = lookupMix(base);
 const urlsFile = path.join(dataDir, 'urls.json');
 writeFileSync(urlsFile, JSON.stringify(lookupUrls));
 async function lookupLoad(forSeconds: number): Promise<{ rps: number; p99: number; errors: number }> {
-  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(forSeconds), BASIC]);
+  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(forSeconds), BENCH_BASIC]);
   return JSON.parse(out) as { rps: number; p99: number; errors: number };
 }
 
@@ -116,7 +88,7 @@ try {
   servers.push(await startSignroom(signroom, env, portA));
   servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) }, portB));
   for (const port of [portA, portB]) {
-    await fetch(`http://127.0.0.1:${port}${base}/small/signatories/lookup?size=1&searchQuery=sch`, { headers: { authorization: BASIC } });
+    await fetch(`http://127.0.0.1:${port}${base}/small/signatories/lookup?size=1&searchQuery=sch`, { headers: { authorization: BENCH_BASIC } });
     for (;;) {
       const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { loading: number } };
       if (ready.searchIndexes === undefined || ready.searchIndexes.loading === 0) break;
@@ -129,7 +101,7 @@ try {
   const probes = Array.from({ length: 200 }, (_, k) => Math.floor(((k + 0.5) * users) / 200));
   const emails: string[] = [];
   for (const k of probes) {
-    const user = (organization['users'] as { id: string; email: string }[])[k]!;
+    const user = organization.users[k]!;
     emails.push(user.email);
     await timed(portB, 'PATCH', `${SCIM}/Users/${encodeURIComponent(user.id)}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: `ext-${k}` }] }, 200);
   }
@@ -165,7 +137,7 @@ try {
   const syncSeconds = (performance.now() - syncStarted) / 1000;
   const beside = await lookups;
 
-  const [name, ext, grp, post] = [summary(byUserName), summary(byExternalId), summary(group), summary(created)];
+  const [name, ext, grp, post] = [latencySummary(byUserName), latencySummary(byExternalId), latencySummary(group), latencySummary(created)];
   console.log(
     [
       `# SCIM, ${values.dialect}, ${users.toLocaleString('en')} users, ${new Date().toISOString().slice(0, 16)}Z`,

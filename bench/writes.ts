@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
-import { sampleOrganization } from '../src/demo/sample-directory.ts';
+import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,7 +41,6 @@ const signroom = path.join(root, 'bin/signroom');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-writes-'));
 const database = await benchDatabase(values.dialect);
 const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
-const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 const log = (message: string) => process.stderr.write(`${message}\n`);
 
 function run(command: string, args: string[]): Promise<string> {
@@ -54,34 +53,10 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const summary = (latencies: number[]) => {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
-};
 
 log(`generating ${users} users…`);
 const file = path.join(dataDir, 'directory.json');
-writeFileSync(
-  file,
-  JSON.stringify({
-    organizations: [
-      sampleOrganization({
-        orgId: 'bench',
-        users,
-        externalShare: 0.05,
-        pendingShare: 0.15,
-        rooms: [
-          { id: 'small', members: Math.min(5_000, Math.floor(users / 20)) },
-          { id: 'large', members: Math.min(100_000, Math.floor(users / 10)) },
-        ],
-        externalSignatories: true,
-        seed: 7,
-      }),
-    ],
-    credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
-  }),
-);
+writeBenchDirectory(file, users);
 let started = performance.now();
 await run(signroom, ['import', file]);
 const importSeconds = (performance.now() - started) / 1000;
@@ -96,7 +71,7 @@ async function timed(port: number, method: string, route: string, body: unknown,
   const at = performance.now();
   const response = await fetch(`http://127.0.0.1:${port}${route}`, {
     method,
-    headers: { authorization: AUTH, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: BENCH_BASIC, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await response.text();
@@ -140,21 +115,11 @@ async function writeLoad(port: number, prefix: string, clients: number, forSecon
 
 /** The page-20 lookup mix of bench/lookup.ts on A, as bench/load.ts measures it. */
 const base = `${API}/rooms`;
-const lookupUrls = [
-  `${base}/small/signatories/lookup?size=20`,
-  `${base}/large/signatories/lookup?size=20&sortBy=firstname&sortDirection=DESC`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=mul`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=ann%20sch`,
-  `${base}/small/signatories/lookup?size=20&searchQuery=kowalski.4242`,
-  `${base}/large/signatories/lookup?size=20&purpose=SIGNING_REQUEST_SIGNATORY`,
-  `${base}/small/signatories/lookup?size=20&purpose=PERMISSION_INVITATION&sortBy=email`,
-  `${base}/small/signatories/lookup?size=20&page=50&sortBy=email&sortDirection=desc`,
-  `${base}/large/signatories/lookup?size=20&requiresInvitation=true`,
-];
+const lookupUrls = lookupMix(base);
 const urlsFile = path.join(dataDir, 'urls.json');
 writeFileSync(urlsFile, JSON.stringify(lookupUrls));
 async function lookupLoad(): Promise<{ rps: number; p99: number; errors: number }> {
-  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(seconds), AUTH]);
+  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(seconds), BENCH_BASIC]);
   return JSON.parse(out) as { rps: number; p99: number; errors: number };
 }
 
@@ -203,7 +168,7 @@ try {
   const writing = pacedWrites(rate, stopped);
   const beside = await lookupLoad();
   stop();
-  const besideWrites = summary(await writing);
+  const besideWrites = latencySummary(await writing);
 
   log('a lookup on A right after each write to B…');
   const afterWrite: number[] = [];
@@ -211,15 +176,15 @@ try {
     const id = `ryw${process.pid}-${k}`;
     await timed(portB, 'POST', `${API}/users`, { id, firstname: 'Rhea', lastname: `Quickread${k}`, email: `ryw${k}.${process.pid}@bench.example` }, 201);
     const at = performance.now();
-    const response = await fetch(`http://127.0.0.1:${portA}${base}/small/signatories/lookup?size=20&searchQuery=quickread${k}`, { headers: { authorization: AUTH } });
+    const response = await fetch(`http://127.0.0.1:${portA}${base}/small/signatories/lookup?size=20&searchQuery=quickread${k}`, { headers: { authorization: BENCH_BASIC } });
     const page = (await response.json()) as { totalElements: number };
     afterWrite.push(performance.now() - at);
     if (page.totalElements < 1) throw new Error(`read your writes: quickread${k} not found on the other server`);
   }
 
-  const singleSummary = summary(single.latencies);
-  const eightSummary = summary(eight.latencies);
-  const after = summary(afterWrite);
+  const singleSummary = latencySummary(single.latencies);
+  const eightSummary = latencySummary(eight.latencies);
+  const after = latencySummary(afterWrite);
   const ms = (value: number) => value.toFixed(1);
   const lines = [
     `# directory writes, ${values.dialect}, ${users.toLocaleString('en')} users, ${new Date().toISOString().slice(0, 16)}Z`,

@@ -204,6 +204,11 @@ describe('SCIM /Users', () => {
     assertScimError(await call('GET', `${SCIM}/Users`, undefined, { authorization: '' }), 401);
     assertScimError(await call('GET', `${SCIM}/Users`, undefined, { authorization: 'Bearer srt_not-a-token' }), 401);
     assertScimError(await call('GET', `${SCIM}/Users`, undefined, { authorization: `Bearer ${otherToken}` }), 403);
+    // A revoked token (its row deleted, as `token revoke` does): refused at once.
+    const revoked = await addApiToken(t, 'acme');
+    assert.equal((await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: `Bearer ${revoked.secret}` })).statusCode, 200);
+    await t.sql(sql`DELETE FROM api_tokens WHERE id = ${revoked.id}`);
+    assertScimError(await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: `Bearer ${revoked.secret}` }), 401);
     assert.equal((await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: basic('acme-admin', ACME_PASSWORD) })).statusCode, 200, 'a Basic credential covering the organization works too');
     // Filters.
     for (const filter of ['userName sw "a"', 'title eq "x"', 'userName eq "unbalanced', 'emails[type eq "work"', 'userName eq "a" or userName eq "b"', `userName eq "${'a'.repeat(1_000)}"`, 'active eq true']) {

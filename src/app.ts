@@ -10,6 +10,7 @@ import { requireAuth } from './http/auth-hook.ts';
 import { SCIM_PREFIX, scimRoutes } from './http/scim-routes.ts';
 import { ScimGroups } from './scim/scim-groups.ts';
 import { ScimUsers } from './scim/scim-users.ts';
+import { CONSOLE_PREFIX, consoleRoutes } from './http/console-routes.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
 import {
@@ -90,7 +91,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   // Bodies are JSON only: without Fastify's text/plain parser, other types answer 415.
   app.removeContentTypeParser('text/plain');
   installProblemHandlers(app);
-  const addMethodNotAllowed = watchAllowedMethods(app, [DOCS_PREFIX, SCIM_PREFIX]);
+  const addMethodNotAllowed = watchAllowedMethods(app, [DOCS_PREFIX, SCIM_PREFIX, CONSOLE_PREFIX]);
   await registerOpenApi(app, VERSION, config.publicBaseUrl);
 
   // Both keep what they read between requests while the database reports no commit by another connection.
@@ -139,6 +140,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   );
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, authenticator, directory, users: new ScimUsers(database.db, directory), groups: new ScimGroups(database.db, directory), publicBaseUrl: config.publicBaseUrl });
   await registerOpenApiRoutes(app);
+  await app.register(consoleRoutes);
   await app.register(addMethodNotAllowed);
   // Indexes kept on disk are taken before the server listens; those read from the database load in
   // the background, and until an organization's index is held, its lookups are answered by the database.

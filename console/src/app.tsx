@@ -1,0 +1,205 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { ApiClient, ApiError, segment, type Credential, type Organization, type Page, type Room } from './api.ts';
+import { DirectoryView } from './directory-view.tsx';
+import { DocumentsPanel } from './documents-panel.tsx';
+import { messageFor } from './messages.ts';
+import { organizationsOf, SignIn, type SignedIn } from './sign-in.tsx';
+import { SignatoriesPanel } from './signatories-panel.tsx';
+import { useLoaded } from './use-api.ts';
+
+/** The tab's session: the credential lives in sessionStorage (this tab only), never in a URL or localStorage. */
+const SESSION_KEY = 'signroom.credential';
+
+function storedCredential(): Credential | undefined {
+  try {
+    const text = sessionStorage.getItem(SESSION_KEY);
+    if (text === null) return undefined;
+    const value = JSON.parse(text) as Credential;
+    return typeof value.username === 'string' && typeof value.password === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How often the console asks whether a server that went away is back. */
+const RECONNECT_MS = 2_000;
+
+type View = 'room' | 'directory';
+
+export function App() {
+  const [credential, setCredential] = useState<Credential | undefined>(storedCredential);
+  const [organizations, setOrganizations] = useState<Organization[] | undefined>();
+  const [reachable, setReachable] = useState(true);
+  // Bumped when the server comes back, so every view reads again what it shows.
+  const [generation, setGeneration] = useState(0);
+  const client = useMemo(() => (credential === undefined ? undefined : new ApiClient(credential, setReachable)), [credential]);
+
+  useEffect(() => {
+    if (reachable) return undefined;
+    const timer = setInterval(() => {
+      fetch('/readyz', { cache: 'no-store', credentials: 'omit' }).then(
+        (response) => {
+          if (response.ok) {
+            setReachable(true);
+            setGeneration((value) => value + 1);
+          }
+        },
+        () => {},
+      );
+    }, RECONNECT_MS);
+    return () => clearInterval(timer);
+  }, [reachable]);
+
+  // A stored credential (a reload of the tab) is checked again before anything is shown.
+  useEffect(() => {
+    if (client === undefined || organizations !== undefined) return;
+    organizationsOf(client).then(setOrganizations, () => signOut());
+  }, [client, organizations, generation]);
+
+  function signedIn(session: SignedIn) {
+    sessionStorage.setItem(SESSION_KEY, JSON.stringify(session.credential));
+    setOrganizations(session.organizations);
+    setCredential(session.credential);
+  }
+
+  function signOut() {
+    sessionStorage.removeItem(SESSION_KEY);
+    setCredential(undefined);
+    setOrganizations(undefined);
+  }
+
+  if (credential === undefined || client === undefined) return <SignIn onSignedIn={signedIn} />;
+  return (
+    <>
+      {!reachable && (
+        <p role="alert" class="banner">
+          {messageFor(new ApiError({ status: 0 }), 'load')}
+        </p>
+      )}
+      {organizations === undefined ? (
+        <main id="main">
+          <p role="status">Loading…</p>
+        </main>
+      ) : (
+        <Console client={client} username={credential.username} organizations={organizations} generation={generation} onSignOut={signOut} />
+      )}
+    </>
+  );
+}
+
+interface ConsoleProps {
+  client: ApiClient;
+  username: string;
+  organizations: Organization[];
+  generation: number;
+  onSignOut: () => void;
+}
+
+function Console({ client, username, organizations, generation, onSignOut }: ConsoleProps) {
+  const [organizationId, setOrganizationId] = useState(organizations[0]?.id ?? '');
+  const [roomId, setRoomId] = useState('');
+  const [view, setView] = useState<View>('room');
+  const [roomsVersion, setRoomsVersion] = useState(0);
+  const rooms = useLoaded(
+    organizationId === '' ? undefined : (signal) => client.json<Page<Room>>(`/organizations/${segment(organizationId)}/rooms?size=1000`, { signal }),
+    [client, organizationId, roomsVersion, generation],
+  );
+  const roomList = rooms.data?.content ?? [];
+  // Keep the chosen room while it exists; otherwise take the first.
+  useEffect(() => {
+    if (rooms.data === undefined) return;
+    if (!roomList.some((room) => room.id === roomId)) setRoomId(roomList[0]?.id ?? '');
+  }, [rooms.data]);
+
+  if (organizations.length === 0) {
+    return (
+      <main id="main">
+        <Header username={username} onSignOut={onSignOut} />
+        <p role="alert" class="error">
+          The credential “{username}” covers no organization. Ask an operator to extend its scope, or sign in with another credential.
+        </p>
+      </main>
+    );
+  }
+
+  return (
+    <>
+      <Header username={username} onSignOut={onSignOut}>
+        <div class="pickers">
+          <div class="field">
+            <label for="organization">Organization</label>
+            <select id="organization" value={organizationId} onChange={(event) => setOrganizationId(event.currentTarget.value)}>
+              {organizations.map((organization) => (
+                <option key={organization.id} value={organization.id}>
+                  {organization.name} ({organization.id})
+                </option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for="room">Room</label>
+            <select id="room" value={roomId} onChange={(event) => setRoomId(event.currentTarget.value)} disabled={roomList.length === 0}>
+              {roomList.length === 0 && <option value="">No rooms</option>}
+              {roomList.map((room) => (
+                <option key={room.id} value={room.id}>
+                  {room.name} ({room.id})
+                </option>
+              ))}
+            </select>
+          </div>
+        </div>
+        <nav aria-label="Views">
+          <button type="button" aria-pressed={view === 'room'} onClick={() => setView('room')}>
+            Signing room
+          </button>
+          <button type="button" aria-pressed={view === 'directory'} onClick={() => setView('directory')}>
+            Directory
+          </button>
+        </nav>
+      </Header>
+      <main id="main">
+        {rooms.error !== undefined && (
+          <p role="alert" class="error">
+            {messageFor(rooms.error, 'load')}
+          </p>
+        )}
+        {view === 'room' &&
+          (roomId === '' ? (
+            rooms.data !== undefined && <p class="notice">This organization has no signing room yet. Create one under Directory.</p>
+          ) : (
+            <div class="room-view">
+              <SignatoriesPanel key={`${organizationId}/${roomId}`} client={client} organizationId={organizationId} roomId={roomId} generation={generation} />
+              <DocumentsPanel key={`${organizationId}/${roomId}/documents`} client={client} organizationId={organizationId} roomId={roomId} generation={generation} />
+            </div>
+          ))}
+        {view === 'directory' && (
+          <DirectoryView
+            key={organizationId}
+            client={client}
+            organizationId={organizationId}
+            room={roomList.find((room) => room.id === roomId)}
+            generation={generation}
+            onRoomsChanged={() => setRoomsVersion((value) => value + 1)}
+          />
+        )}
+      </main>
+    </>
+  );
+}
+
+function Header({ username, onSignOut, children }: { username: string; onSignOut: () => void; children?: preact.ComponentChildren }) {
+  return (
+    <header class="top">
+      <div class="title">
+        <h1>signroom console</h1>
+        <span class="who">
+          Signed in as <strong>{username}</strong>
+        </span>
+        <button type="button" class="secondary" onClick={onSignOut}>
+          Sign out
+        </button>
+      </div>
+      {children}
+    </header>
+  );
+}

@@ -387,8 +387,11 @@ function MembersPanel({ client, organizationId, room, generation, onRoomsChanged
       <h2 id="members-heading">Members of “{room.name}”</h2>
       <form class="filters" onSubmit={(event) => void add(event)}>
         <div class="field grow">
-          <label for="member">Email or user id of the new member</label>
-          <input id="member" required autocomplete="off" value={who} onInput={(event) => setWho(event.currentTarget.value)} />
+          <label for="member">New member</label>
+          <input id="member" required autocomplete="off" aria-describedby="member-hint" value={who} onInput={(event) => setWho(event.currentTarget.value)} />
+          <span id="member-hint" class="hint">
+            Their email address or user id
+          </span>
         </div>
         <button type="submit" class="align-end">
           Add member

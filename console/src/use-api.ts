@@ -28,6 +28,11 @@ export function useLoaded<T>(load: ((signal: AbortSignal) => Promise<T>) | undef
       },
       (error: unknown) => {
         if (ticket !== latest.current || controller.signal.aborted) return;
+        // An unreachable server is said once, by the page's banner; what was shown stays until it is back.
+        if (error instanceof ApiError && error.status === 0) {
+          setState((previous) => ({ ...previous, loading: false }));
+          return;
+        }
         setState((previous) => ({ data: previous.data, error: error instanceof ApiError ? error : new ApiError({ status: 500 }), loading: false }));
       },
     );

@@ -117,14 +117,21 @@ interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** What the page is told of every answer, so that it can react once for all views. */
+export interface ClientEvents {
+  /** Whether the server answered at all: the page says it is away, and recovers when it is back. */
+  reachable?: (reachable: boolean) => void;
+  /** The credential stopped working (revoked or changed): the page signs out. */
+  unauthorized?: (error: ApiError) => void;
+}
+
 export class ApiClient {
   readonly #authorization: string;
-  /** Told whether the server answered at all, so the page can say it is away and recover. */
-  readonly #onReachable: (reachable: boolean) => void;
+  readonly #events: ClientEvents;
 
-  constructor(credential: Credential, onReachable: (reachable: boolean) => void = () => {}) {
+  constructor(credential: Credential, events: ClientEvents = {}) {
     this.#authorization = basicAuthorization(credential);
-    this.#onReachable = onReachable;
+    this.#events = events;
   }
 
   async #send(path: string, options: CallOptions): Promise<Response> {
@@ -143,12 +150,16 @@ export class ApiClient {
       });
     } catch (error) {
       if (options.signal?.aborted === true) throw error;
-      this.#onReachable(false);
+      this.#events.reachable?.(false);
       throw new ApiError({ status: 0, code: 'unreachable' });
     }
     // A proxy or a server shutting down answers 502-504: the server is away as well.
-    this.#onReachable(response.status < 502 || response.status > 504);
-    if (!response.ok) throw await problemOf(response);
+    this.#events.reachable?.(response.status < 502 || response.status > 504);
+    if (!response.ok) {
+      const error = await problemOf(response);
+      if (error.status === 401) this.#events.unauthorized?.(error);
+      throw error;
+    }
     return response;
   }
 

@@ -29,10 +29,15 @@ type View = 'room' | 'directory';
 export function App() {
   const [credential, setCredential] = useState<Credential | undefined>(storedCredential);
   const [organizations, setOrganizations] = useState<Organization[] | undefined>();
+  // Why the person was signed out, said on the sign-in form.
+  const [signedOutBecause, setSignedOutBecause] = useState<string | undefined>();
   const [reachable, setReachable] = useState(true);
   // Bumped when the server comes back, so every view reads again what it shows.
   const [generation, setGeneration] = useState(0);
-  const client = useMemo(() => (credential === undefined ? undefined : new ApiClient(credential, setReachable)), [credential]);
+  const client = useMemo(
+    () => (credential === undefined ? undefined : new ApiClient(credential, { reachable: setReachable, unauthorized: (error) => signOut(messageFor(error, 'load')) })),
+    [credential],
+  );
 
   useEffect(() => {
     if (reachable) return undefined;
@@ -53,22 +58,26 @@ export function App() {
   // A stored credential (a reload of the tab) is checked again before anything is shown.
   useEffect(() => {
     if (client === undefined || organizations !== undefined) return;
-    organizationsOf(client).then(setOrganizations, () => signOut());
+    organizationsOf(client).then(setOrganizations, (error: unknown) => {
+      if (!(error instanceof ApiError) || error.status !== 0) signOut();
+    });
   }, [client, organizations, generation]);
 
   function signedIn(session: SignedIn) {
+    setSignedOutBecause(undefined);
     sessionStorage.setItem(SESSION_KEY, JSON.stringify(session.credential));
     setOrganizations(session.organizations);
     setCredential(session.credential);
   }
 
-  function signOut() {
+  function signOut(because?: string) {
+    setSignedOutBecause(because);
     sessionStorage.removeItem(SESSION_KEY);
     setCredential(undefined);
     setOrganizations(undefined);
   }
 
-  if (credential === undefined || client === undefined) return <SignIn onSignedIn={signedIn} />;
+  if (credential === undefined || client === undefined) return <SignIn onSignedIn={signedIn} notice={signedOutBecause} />;
   return (
     <>
       {!reachable && (
@@ -81,7 +90,7 @@ export function App() {
           <p role="status">Loading…</p>
         </main>
       ) : (
-        <Console client={client} username={credential.username} organizations={organizations} generation={generation} onSignOut={signOut} />
+        <Console client={client} username={credential.username} organizations={organizations} generation={generation} onSignOut={() => signOut()} />
       )}
     </>
   );

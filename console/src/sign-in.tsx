@@ -13,10 +13,10 @@ export async function organizationsOf(client: ApiClient): Promise<Organization[]
   return page.content;
 }
 
-export function SignIn({ onSignedIn }: { onSignedIn: (session: SignedIn) => void }) {
+export function SignIn({ onSignedIn, notice }: { onSignedIn: (session: SignedIn) => void; notice?: string | undefined }) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
-  const [problem, setProblem] = useState<string | undefined>();
+  const [problem, setProblem] = useState<string | undefined>(notice);
   const [busy, setBusy] = useState(false);
 
   async function submit(event: Event) {

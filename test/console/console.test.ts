@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import { sql } from 'kysely';
 import sharp from 'sharp';
 import { buildApp } from '../../src/app.ts';
 import { launchChromium, openPage, seriousAxeViolations } from '../helpers/browser.ts';
@@ -30,6 +31,8 @@ const DIRECTORY = {
   credentials: [
     { username: 'acme-admin', password: ACME_PASSWORD, organizations: ['acme'] },
     { username: 'nobody', password: 'nobody-password', organizations: [] },
+    { username: 'temp-admin', password: 'temp-password', organizations: ['acme'] },
+    { username: 'locked-out', password: 'right-password', organizations: ['acme'] },
   ],
 };
 const ADMIN = basic('acme-admin', ACME_PASSWORD);
@@ -124,6 +127,34 @@ describe('admin console', () => {
     await signIn(page, 'nobody', 'nobody-password');
     assert.match((await page.getByRole('alert').textContent()) ?? '', /covers no organization/);
     await noSeriousViolations(page, 'the view of a credential without organizations');
+    await page.context().close();
+  });
+
+  it('answers repeated wrong passwords with how long to wait (429), in words', async () => {
+    const { page } = await openPage(browser, url);
+    const alert = page.getByRole('alert');
+    for (let attempt = 1; attempt <= t.config.login.maxFailures; attempt++) {
+      await signIn(page, 'locked-out', `wrong ${attempt}`);
+      await alert.filter({ hasText: 'Wrong username or password.' }).waitFor();
+      await page.getByRole('button', { name: 'Sign in' }).and(page.locator(':enabled')).waitFor();
+    }
+    await signIn(page, 'locked-out', 'right-password');
+    await alert.filter({ hasText: /^Too many failed sign-ins for this username\. Try again in \d+ seconds\.$/ }).waitFor();
+    assert.equal(await page.getByRole('combobox', { name: 'Organization' }).count(), 0);
+    await page.context().close();
+  });
+
+  it('signs out, saying why, when the credential is revoked while the console is open', async () => {
+    const opened = await openPage(browser, url);
+    const { page } = opened;
+    await signIn(page, 'temp-admin', 'temp-password');
+    await page.getByRole('status').filter({ hasText: /signatories$/ }).waitFor();
+    await t.sql(sql`DELETE FROM credentials WHERE username = 'temp-admin'`);
+    await page.getByRole('searchbox', { name: 'Search signatories' }).fill('anna');
+    await page.getByRole('alert').filter({ hasText: 'Your sign-in is no longer valid' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    assert.deepEqual(await page.evaluate(() => Object.keys(sessionStorage)), []);
+    assert.deepEqual(opened.scriptErrors, []);
     await page.context().close();
   });
 

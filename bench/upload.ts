@@ -39,7 +39,6 @@ const database = await benchDatabase(values.dialect);
 const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
 const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 const exec = promisify(execFile);
-const log = (message: string) => process.stderr.write(`${message}\n`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 

@@ -1,6 +1,6 @@
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
 import { dialectOf, type DialectName } from './dialect.ts';
-import type { Database, RoomMemberTable, UserTable } from './tables.ts';
+import type { Database } from './tables.ts';
 
 /**
  * The SQL that differs between SQLite and PostgreSQL, in one place. Keys are

@@ -1,4 +1,4 @@
-import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
+import type { DatabaseSync, StatementSync, SQLInputValue } from 'node:sqlite';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 
 const STATEMENT_CACHE_SIZE = 256;

@@ -184,7 +184,7 @@ export class DirectoryService {
   }
 
   async createOrganization(body: { id: string; name?: string | undefined; settings?: { externalSignatories?: boolean | undefined } | undefined }, actor: Actor): Promise<Tagged<OrganizationBody>> {
-    const name = nameOf(body as Json, body.id);
+    const name = nameOf(body, body.id);
     await createOrganization(this.#db, { id: body.id, name, externalSignatories: body.settings?.externalSignatories ?? false }, actor);
     return this.organization(body.id);
   }

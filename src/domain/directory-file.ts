@@ -20,7 +20,6 @@ import {
   validateRoom,
   validateUser,
   type ImportProblem,
-  type Json,
   type RoomImport,
   type UserImport,
 } from './directory-entities.ts';

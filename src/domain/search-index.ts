@@ -272,8 +272,8 @@ export class SearchIndex {
     const overlay = this.#overlay;
     const change = overlay?.byUser.get(user);
     const kind = (overlay?.kinds ?? this.#base.kinds)[user]!;
-    if (change !== undefined) return { key: overlay!.keys.slice(overlay!.starts[change]!, overlay!.starts[change + 1]! - 1), kind };
-    return { key: this.#base.keys.slice(this.#base.starts[user]!, this.#base.starts[user + 1]! - 1), kind };
+    if (change !== undefined) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind };
+    return { key: this.#base.keys.slice(this.#base.starts[user], this.#base.starts[user + 1]! - 1), kind };
   }
 
   #seqOf(user: number): number {
@@ -383,7 +383,7 @@ export class SearchIndex {
     let from = 0;
     const copyBase = (to: number) => {
       if (to <= from) return;
-      pieces.push(base.keys.slice(base.starts[from]!, base.starts[to]!));
+      pieces.push(base.keys.slice(base.starts[from], base.starts[to]));
       const shift = at - base.starts[from]!;
       for (let user = from; user < to; user++) starts[user] = base.starts[user]! + shift;
       at += base.starts[to]! - base.starts[from]!;
@@ -392,7 +392,7 @@ export class SearchIndex {
     for (let k = 0; k < overlay.changes.length; k++) {
       const user = overlay.users[k]!;
       copyBase(Math.min(user, held));
-      const key = overlay.keys.slice(overlay.starts[k]!, overlay.starts[k + 1]!);
+      const key = overlay.keys.slice(overlay.starts[k], overlay.starts[k + 1]);
       pieces.push(key);
       starts[user] = at;
       at += key.length;
@@ -638,7 +638,7 @@ function scanKeys(keys: string, starts: Int32Array, term: string, found: (key: n
   while (at >= 0) {
     key = keyAt(starts, at, key);
     found(key);
-    at = keys.indexOf(term, starts[key + 1]!);
+    at = keys.indexOf(term, starts[key + 1]);
   }
 }
 

@@ -177,7 +177,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     },
     async (request, reply) => {
       const { organizationId } = request.params;
-      const created = await directory.createUser(organizationId, request.body as Json, actorOf(request));
+      const created = await directory.createUser(organizationId, request.body, actorOf(request));
       return send(reply, created, 201, at(organizationId, 'users', created.body.id));
     },
   );
@@ -289,7 +289,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     },
     async (request, reply) => {
       const { organizationId } = request.params;
-      const created = await directory.createRoom(organizationId, request.body as Json, actorOf(request));
+      const created = await directory.createRoom(organizationId, request.body, actorOf(request));
       return send(reply, created, 201, at(organizationId, 'rooms', created.body.id));
     },
   );
@@ -396,7 +396,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         response: { 204: { type: 'null', description: add ? 'The user is a member' : 'The user is not a member' }, ...adminProblemResponses(400, 404, 413, 415) },
       },
       handler: async (request, reply) => {
-        const { organizationId, roomId, userId } = request.params as { organizationId: string; roomId: string; userId: string };
+        const { organizationId, roomId, userId } = request.params;
         await directory.setMember(organizationId, roomId, userId, add, actorOf(request));
         return reply.code(204).send(null);
       },

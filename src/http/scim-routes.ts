@@ -5,8 +5,8 @@ import type { DirectoryService } from '../directory/directory-service.ts';
 import { attributeList, projected } from '../scim/attributes.ts';
 import { resourceTypes, schemas, serviceProviderConfig } from '../scim/discovery.ts';
 import { ScimError } from '../scim/scim-error.ts';
-import { ScimGroups } from '../scim/scim-groups.ts';
-import { scimPaging, ScimUsers } from '../scim/scim-users.ts';
+import type { ScimGroups } from '../scim/scim-groups.ts';
+import { scimPaging, type ScimUsers } from '../scim/scim-users.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
 
 /** Where each organization's SCIM service is: the "tenant URL" an administrator gives the identity provider. */

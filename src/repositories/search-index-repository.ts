@@ -115,7 +115,7 @@ export async function readSortOrder(
   const lastSeq = seqs.at(-1);
   if (lastSeq === undefined) return { seqs, last: undefined };
   const last = await db.selectFrom('users as u').select(columns).where('u.seq', '=', lastSeq).executeTakeFirstOrThrow();
-  const values = columns.map((column) => last[column.slice(2) as keyof typeof last] as string);
+  const values = columns.map((column) => last[column.slice(2) as keyof typeof last]);
   return { seqs, last: [values[0]!, values[1]!, values[2]!, values[3]!] };
 }
 

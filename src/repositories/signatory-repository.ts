@@ -73,7 +73,7 @@ function roomMembers(db: Kysely<Database>, orgId: string, roomId: string): Selec
     .where('m.room_id', '=', roomId)
     .whereRef('u.org_id', '=', 'm.org_id')
     .whereRef('u.id', '=', 'm.user_id');
-  return joined as unknown as SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object>;
+  return joined;
 }
 
 function candidates(db: Kysely<Database>, criteria: CandidateCriteria, plan: PagePlan) {

@@ -148,7 +148,7 @@ export function patchScimUser(current: ScimUser, body: unknown): Record<string, 
   const kept = operations.flatMap((operation): ScimPatchOperation[] => {
     if (operation.path !== undefined) return isKept(operation.path) ? [operation] : [];
     const value = Object.entries((operation as { value?: Record<string, unknown> }).value ?? {}).filter(([key]) => isKept(key));
-    return value.length === 0 ? [] : [{ ...operation, value: Object.fromEntries(value) } as ScimPatchOperation];
+    return value.length === 0 ? [] : [{ ...operation, value: Object.fromEntries(value) }];
   });
   try {
     return scimPatch(structuredClone(current) as unknown as ScimResource, kept, { mutateDocument: true }) as unknown as Record<string, unknown>;

@@ -12,7 +12,6 @@ import {
   filterNeedsMembers,
   requiresInvitation,
   signatoryFilter,
-  type Purpose,
   type SortDirection,
   type SortField,
 } from '../domain/signatory-rules.ts';

@@ -63,10 +63,6 @@ async function openConsole(viewport?: { width: number; height: number }) {
   return opened;
 }
 
-async function statusText(page: Page): Promise<string> {
-  return (await page.getByRole('status').textContent()) ?? '';
-}
-
 async function expectStatus(page: Page, text: string): Promise<void> {
   await page.getByRole('status').filter({ hasText: new RegExp(`^${text}$`) }).waitFor({ timeout: 5_000 });
 }

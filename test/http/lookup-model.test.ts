@@ -41,7 +41,7 @@ const userArb = (index: number) =>
     // The index keeps emails unique ignoring case.
     email: `${u.emailLocal}${index}@Example.test`,
     external: u.external,
-    status: (u.pending ? 'pending' : 'active') as 'active' | 'pending',
+    status: u.pending ? ('pending' as const) : ('active' as const),
   }));
 
 const orgArb = (orgIndex: number): fc.Arbitrary<ModelOrg> =>
@@ -232,7 +232,7 @@ for (const mode of MODES) describe(`signatory lookup against a model of the cont
     }
     const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: basic('root', 'root-password') } });
     assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), model(org, query as Query, MAX_PAGE_SIZE));
+    assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE));
   };
   /** Random queries over the current `orgs`, each answered exactly as the model answers it. */
   const randomQueriesAnswerLikeTheModel = () =>
@@ -290,7 +290,7 @@ for (const mode of MODES) describe(`signatory lookup against a model of the cont
             url: `${LOOKUP(org.id, 'room')}?size=3&page=${page}&sortBy=${sortBy}&sortDirection=${sortDirection}`,
             headers: { authorization: auth },
           });
-          const body = response.json() as { content: { email: string }[]; last: boolean };
+          const body = response.json<{ content: { email: string }[]; last: boolean }>();
           seen.push(...body.content.map((s) => s.email));
           if (body.last) break;
         }
@@ -420,7 +420,7 @@ for (const mode of MODES) describe(`signatory lookup against the model after RES
       await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNATORY_INVITATION', sortBy: 'firstname' });
       for (const sample of fc.sample(queryArb([org]), { numRuns: 3, seed: 5000 + serial })) {
         const { org: _index, ...query } = sample;
-        await answersLikeTheModel(query as Query);
+        await answersLikeTheModel(query);
       }
     }
   });

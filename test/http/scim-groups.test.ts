@@ -28,7 +28,7 @@ describe('SCIM /Groups', () => {
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
   const membersInLookup = async (roomId: string) =>
-    ((await t.app.inject({ url: `${LOOKUP('acme', roomId)}?size=100&purpose=SIGNING_REQUEST_SIGNATORY`, headers: { authorization: basic('root', 'root-password') } })).json() as { content: { email: string }[] }).content
+    ((await t.app.inject({ url: `${LOOKUP('acme', roomId)}?size=100&purpose=SIGNING_REQUEST_SIGNATORY`, headers: { authorization: basic('root', 'root-password') } })).json<{ content: { email: string }[] }>()).content
       .map((s) => s.email)
       .sort();
   const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);

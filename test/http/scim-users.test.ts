@@ -30,7 +30,7 @@ describe('SCIM /Users', () => {
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
   const lookupEmails = async (query: string) =>
-    ((await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=100&${query}`, headers: { authorization: basic('root', 'root-password') } })).json() as { content: { email: string }[] }).content.map((s) => s.email);
+    ((await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=100&${query}`, headers: { authorization: basic('root', 'root-password') } })).json<{ content: { email: string }[] }>()).content.map((s) => s.email);
   const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
   const assertScimError = (response: Awaited<ReturnType<typeof call>>, status: number, scimType?: string) => {
     assert.equal(response.statusCode, status, response.body);

@@ -25,7 +25,7 @@ async function lookupOnceIndexed(app: FastifyInstance, term: string, orgId = 'ac
   const ask = async (query = term) => {
     const response = await app.inject({ url: `${LOOKUP(orgId, 'room')}?searchQuery=${query}`, headers: { authorization: AUTH } });
     assert.equal(response.statusCode, 200, response.body);
-    return (response.json() as { content: { email: string }[] }).content.map((user) => user.email);
+    return response.json<{ content: { email: string }[] }>().content.map((user) => user.email);
   };
   // Another term, so the answer to this one is not cached from the database's.
   await ask('queues-the-index');

@@ -11,7 +11,7 @@ describe('removeOrphanedResults', () => {
   it('removes the result files of servers no longer running, and its own it is not waiting for, and nothing else', async () => {
     const directory = await mkdtemp(path.join(tmpdir(), 'signroom-orphans-'));
     try {
-      const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+      const gone = spawnSync(process.execPath, ['-e', '']).pid;
       const names = {
         orphan: `signroom-search-index-${gone}-${randomUUID()}`,
         ownLeftOver: `signroom-search-index-${process.pid}-${randomUUID()}`,

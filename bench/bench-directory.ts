@@ -20,7 +20,10 @@ export function writeBenchDirectory(file: string, users: number): { users: { id:
     externalSignatories: true,
     seed: 7,
   });
-  writeFileSync(file, JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }));
+  writeFileSync(
+    file,
+    JSON.stringify({ organizations: [organization], credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }] }),
+  );
   return organization as { users: { id: string; email: string; lastname: string | null }[] };
 }
 

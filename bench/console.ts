@@ -63,7 +63,8 @@ try {
     if (ready.searchIndexes?.loading === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  const lookupUrl = (term: string) => `${origin}/admin/api/v3/organizations/bench/rooms/large/signatories/lookup?searchQuery=${encodeURIComponent(term)}&purpose=SIGNING_REQUEST_DELIVERY_RECIPIENT&page=0&size=20`;
+  const lookupUrl = (term: string) =>
+    `${origin}/admin/api/v3/organizations/bench/rooms/large/signatories/lookup?searchQuery=${encodeURIComponent(term)}&purpose=SIGNING_REQUEST_DELIVERY_RECIPIENT&page=0&size=20`;
   const apiTotal = async (term: string) => {
     const started = performance.now();
     const body = (await (await fetch(lookupUrl(term), { headers: { authorization: BENCH_BASIC } })).json()) as { totalElements: number };
@@ -87,7 +88,10 @@ try {
     await page.getByRole('textbox', { name: 'Password' }).fill('bench-password');
     started = performance.now();
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('status').filter({ hasText: /\d+ signatories$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /\d+ signatories$/ })
+      .waitFor();
     signedIn.push(performance.now() - started);
     const box = page.getByRole('searchbox', { name: 'Search signatories' });
     for (const term of TERMS) {
@@ -100,7 +104,8 @@ try {
       await box.pressSequentially(term, { delay: KEY_DELAY_MS });
       const text = `${expected.total} ${expected.total === 1 ? 'signatory' : 'signatories'}`;
       const shown = await page.waitForFunction(
-        (want) => (document.querySelector('[role="status"]')?.textContent === want ? performance.now() - (window as unknown as { lastInput: number }).lastInput : false),
+        (want) =>
+          document.querySelector('[role="status"]')?.textContent === want ? performance.now() - (window as unknown as { lastInput: number }).lastInput : false,
         text,
         { timeout: 10_000, polling: 'raf' },
       );

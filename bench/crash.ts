@@ -147,7 +147,9 @@ try {
   await once(server, 'exit');
 
   console.log(`\nCrash benchmark, Node ${process.version}, database ${values.dialect}, ${uploaders} concurrent uploaders, ${rounds} rounds\n`);
-  console.log('| round | kill -9 after ms | uploads in flight at the kill | 201s this round | acknowledged, read back identical (all rounds) | documents stored | stored without a 201 | orphan blobs | temporary files |');
+  console.log(
+    '| round | kill -9 after ms | uploads in flight at the kill | 201s this round | acknowledged, read back identical (all rounds) | documents stored | stored without a 201 | orphan blobs | temporary files |',
+  );
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of rows) console.log(row);
 } finally {

@@ -110,7 +110,8 @@ const urls = lookupMix(base);
 const bigPage = [`${base}/small/signatories/lookup`];
 /** Measured once each, uncached, beside the URLs above: terms of 3 characters or more, from rare to in every user ("example"). */
 const moreTerms = ['dub', 'ros', 'jen', 'garc', 'smith', 'ben', 'example', 'xyz', 'sil jen'].map(
-  (term, index) => `${base}/${index % 2 === 0 ? 'small' : 'large'}/signatories/lookup?size=20&searchQuery=${encodeURIComponent(term)}&sortBy=${['lastname', 'firstname', 'email'][index % 3]}`,
+  (term, index) =>
+    `${base}/${index % 2 === 0 ? 'small' : 'large'}/signatories/lookup?size=20&searchQuery=${encodeURIComponent(term)}&sortBy=${['lastname', 'firstname', 'email'][index % 3]}`,
 );
 /** Measured once each, uncached: terms too short for the trigram index. */
 const shortTerms = [`${base}/large/signatories/lookup?size=20&searchQuery=ng`, `${base}/small/signatories/lookup?size=20&searchQuery=q`];
@@ -190,7 +191,10 @@ try {
   const roundLines: string[] = [];
   const row = (name: string, r: Awaited<ReturnType<typeof load>>, ratio: string) =>
     rows.push(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p90.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${ratio} |`);
-  for (const [name, list] of [['page of 20, mixed queries', urls], ['page of 2000, no query', bigPage]] as const) {
+  for (const [name, list] of [
+    ['page of 20, mixed queries', urls],
+    ['page of 2000, no query', bigPage],
+  ] as const) {
     // In turns, so a slower spell of this shared machine falls on both servers alike.
     const ourRounds: Awaited<ReturnType<typeof load>>[] = [];
     const bareRounds: Awaited<ReturnType<typeof load>>[] = [];
@@ -201,7 +205,9 @@ try {
     const best = (results: typeof ourRounds) => results.reduce((a, b) => (b.rps > a.rps ? b : a));
     const ours = best(ourRounds);
     const bare = best(bareRounds);
-    roundLines.push(`${name}: signroom ${ourRounds.map((r) => r.rps.toFixed(0)).join(', ')} req/s; bare ${bareRounds.map((r) => r.rps.toFixed(0)).join(', ')} req/s`);
+    roundLines.push(
+      `${name}: signroom ${ourRounds.map((r) => r.rps.toFixed(0)).join(', ')} req/s; bare ${bareRounds.map((r) => r.rps.toFixed(0)).join(', ')} req/s`,
+    );
     row(`signroom: ${name}`, ours, `${((ours.rps / bare.rps) * 100).toFixed(0)}% of bare`);
     row(`bare node:http replay: ${name}`, bare, '100%');
   }
@@ -214,8 +220,13 @@ try {
     `in-memory search index: ${indexSeconds === undefined ? 'none (organization below SIGNROOM_SEARCH_MIN_USERS)' : `held ${indexSeconds.toFixed(1)} s after the server listened`}; ` +
       `meanwhile, first-seen "sch" and "ov" (answered by the database until the index is held): ${beforeIndex.map((ms) => ms.toFixed(1)).join(', ')} ms`,
   );
-  console.log(`first-seen (uncached count) lookups, ${firstSeen.length} of them: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms; 1–2 character terms: ${shortSeen.map((ms) => ms.toFixed(1)).join(', ')} ms\n`);
-  const slowest = firstSeen.map((ms, i) => ({ ms, url: firstSeenUrls[i]!.slice(base.length) })).sort((a, b) => b.ms - a.ms).slice(0, 3);
+  console.log(
+    `first-seen (uncached count) lookups, ${firstSeen.length} of them: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms; 1–2 character terms: ${shortSeen.map((ms) => ms.toFixed(1)).join(', ')} ms\n`,
+  );
+  const slowest = firstSeen
+    .map((ms, i) => ({ ms, url: firstSeenUrls[i]!.slice(base.length) }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3);
   console.log(`slowest first-seen: ${slowest.map((s) => `${s.url} ${s.ms.toFixed(1)} ms`).join('; ')}`);
   console.log(`deep pages of 20 (uncached, sorted by email): ${deepPages.map((d) => `page ${d.page}: ${d.ms.toFixed(1)} ms`).join(', ')}\n`);
   console.log(`rounds, in turns (the best of each server is in the table): ${roundLines.join('; ')}\n`);

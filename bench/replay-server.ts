@@ -9,9 +9,7 @@ import { readFileSync } from 'node:fs';
 
 const [file, port] = process.argv.slice(2);
 const recorded = JSON.parse(readFileSync(file!, 'utf8')) as Record<string, { contentType: string; body: string }>;
-const responses = new Map(
-  Object.entries(recorded).map(([url, r]) => [url, { contentType: r.contentType, body: Buffer.from(r.body, 'utf8') }]),
-);
+const responses = new Map(Object.entries(recorded).map(([url, r]) => [url, { contentType: r.contentType, body: Buffer.from(r.body, 'utf8') }]));
 
 http
   .createServer((req, res) => {

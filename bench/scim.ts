@@ -86,7 +86,13 @@ async function lookupLoad(forSeconds: number): Promise<{ rps: number; p99: numbe
 
 try {
   servers.push(await startSignroom(signroom, env, portA));
-  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) }, portB));
+  servers.push(
+    await startSignroom(
+      signroom,
+      { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) },
+      portB,
+    ),
+  );
   for (const port of [portA, portB]) {
     await fetch(`http://127.0.0.1:${port}${base}/small/signatories/lookup?size=1&searchQuery=sch`, { headers: { authorization: BENCH_BASIC } });
     for (;;) {
@@ -103,7 +109,13 @@ try {
   for (const k of probes) {
     const user = organization.users[k]!;
     emails.push(user.email);
-    await timed(portB, 'PATCH', `${SCIM}/Users/${encodeURIComponent(user.id)}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: `ext-${k}` }] }, 200);
+    await timed(
+      portB,
+      'PATCH',
+      `${SCIM}/Users/${encodeURIComponent(user.id)}`,
+      { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: `ext-${k}` }] },
+      200,
+    );
   }
   const byUserName: number[] = [];
   const byExternalId: number[] = [];
@@ -129,7 +141,14 @@ try {
     Array.from({ length: 8 }, async () => {
       for (let k = next++; k < sync; k = next++) {
         const userName = `sync${process.pid}.${k}@bench.example`;
-        const body = { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName, externalId: `sync-${k}`, name: { givenName: 'Sync', familyName: `User${k}` }, emails: [{ primary: true, type: 'work', value: userName }], active: true };
+        const body = {
+          schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+          userName,
+          externalId: `sync-${k}`,
+          name: { givenName: 'Sync', familyName: `User${k}` },
+          emails: [{ primary: true, type: 'work', value: userName }],
+          active: true,
+        };
         created.push((await timed(portB, 'POST', `${SCIM}/Users`, body, 201)).ms);
       }
     }),

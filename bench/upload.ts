@@ -45,7 +45,17 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 writeFileSync(
   path.join(dataDir, 'directory.json'),
   JSON.stringify({
-    organizations: [sampleOrganization({ orgId: 'bench', users: 20_000, externalShare: 0.05, pendingShare: 0.15, rooms: [{ id: 'room', members: 500 }], externalSignatories: true, seed: 3 })],
+    organizations: [
+      sampleOrganization({
+        orgId: 'bench',
+        users: 20_000,
+        externalShare: 0.05,
+        pendingShare: 0.15,
+        rooms: [{ id: 'room', members: 500 }],
+        externalSignatories: true,
+        seed: 3,
+      }),
+    ],
     credentials: [{ username: 'bench', password: 'bench-password', organizations: ['bench'] }],
   }),
 );
@@ -148,7 +158,10 @@ try {
 
   // 3. Peak RSS growth for a 25 MiB upload (incompressible bytes in an unused stream).
   const filler = randomBytes(25 * 1024 * 1024 - 2048).toString('latin1');
-  const big = Buffer.from(`%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>\nendobj\n4 0 obj\n<< /Length ${filler.length} >>\nstream\n${filler}\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`, 'latin1');
+  const big = Buffer.from(
+    `%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>\nendobj\n4 0 obj\n<< /Length ${filler.length} >>\nstream\n${filler}\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`,
+    'latin1',
+  );
   const pid = server.pid!;
   const { location: smallLocation } = await uploadDocument(Buffer.from(makePdf([{ width: 10, height: 10, content: '' }])));
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -177,10 +190,16 @@ try {
   console.log('\n| lookup (page of 20, term "mul", 4 clients) | requests | p50 ms | p99 ms |');
   console.log('|---|---:|---:|---:|');
   console.log(`| unloaded | ${unloaded.length} | ${median(unloaded).toFixed(1)} | ${percentile(unloaded, 99).toFixed(1)} |`);
-  console.log(`| while 4 slow uploads render (${slowUploads} finished) | ${loaded.length} | ${median(loaded).toFixed(1)} | ${percentile(loaded, 99).toFixed(1)} |`);
+  console.log(
+    `| while 4 slow uploads render (${slowUploads} finished) | ${loaded.length} | ${median(loaded).toFixed(1)} | ${percentile(loaded, 99).toFixed(1)} |`,
+  );
   console.log(`\np99 ratio loaded/unloaded: ${(percentile(loaded, 99) / percentile(unloaded, 99)).toFixed(2)}×`);
-  console.log(`25 MiB upload: ${sizeMiB.toFixed(1)} MiB document, peak RSS growth ${growthMiB.toFixed(0)} MiB (${(growthMiB / sizeMiB).toFixed(2)}× the size), ${uploadMs.toFixed(0)} ms to 201`);
-  console.log(`reading it back (GET …/content, new server process): peak RSS growth ${readGrowthMiB.toFixed(0)} MiB (${(readGrowthMiB / sizeMiB).toFixed(2)}× the size), ${readMs.toFixed(0)} ms`);
+  console.log(
+    `25 MiB upload: ${sizeMiB.toFixed(1)} MiB document, peak RSS growth ${growthMiB.toFixed(0)} MiB (${(growthMiB / sizeMiB).toFixed(2)}× the size), ${uploadMs.toFixed(0)} ms to 201`,
+  );
+  console.log(
+    `reading it back (GET …/content, new server process): peak RSS growth ${readGrowthMiB.toFixed(0)} MiB (${(readGrowthMiB / sizeMiB).toFixed(2)}× the size), ${readMs.toFixed(0)} ms`,
+  );
 } finally {
   server?.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));

@@ -53,7 +53,6 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-
 log(`generating ${users} users…`);
 const file = path.join(dataDir, 'directory.json');
 writeBenchDirectory(file, users);
@@ -145,7 +144,13 @@ async function pacedWrites(perSecond: number, stop: Promise<unknown>): Promise<n
 
 try {
   servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: dataDir }, portA));
-  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) }, portB));
+  servers.push(
+    await startSignroom(
+      signroom,
+      { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) },
+      portB,
+    ),
+  );
   // The password hash and each server's index, before anything is measured.
   for (const port of [portA, portB]) {
     await timed(port, 'GET', `${base}/small/signatories/lookup?size=1&searchQuery=sch`, undefined, 200);
@@ -176,7 +181,9 @@ try {
     const id = `ryw${process.pid}-${k}`;
     await timed(portB, 'POST', `${API}/users`, { id, firstname: 'Rhea', lastname: `Quickread${k}`, email: `ryw${k}.${process.pid}@bench.example` }, 201);
     const at = performance.now();
-    const response = await fetch(`http://127.0.0.1:${portA}${base}/small/signatories/lookup?size=20&searchQuery=quickread${k}`, { headers: { authorization: BENCH_BASIC } });
+    const response = await fetch(`http://127.0.0.1:${portA}${base}/small/signatories/lookup?size=20&searchQuery=quickread${k}`, {
+      headers: { authorization: BENCH_BASIC },
+    });
     const page = (await response.json()) as { totalElements: number };
     afterWrite.push(performance.now() - at);
     if (page.totalElements < 1) throw new Error(`read your writes: quickread${k} not found on the other server`);

@@ -29,20 +29,42 @@ await new Promise<void>((resolve, reject) =>
 const server = await startSignroom(signroom, env, port);
 const browser = await launchChromium();
 try {
-  const letter = makePdf([{ width: 595, height: 842, content: 'BT /F1 28 Tf 60 760 Td (Service agreement) Tj ET 0 0 0 RG 60 700 m 535 700 l S BT /F1 12 Tf 60 670 Td (Signed by both parties on the date below.) Tj ET' }]);
-  const chart = await sharp({ create: { width: 640, height: 400, channels: 3, background: '#2f6f9f' } }).png().toBuffer();
-  for (const [name, bytes] of [['Service agreement.pdf', letter], ['Floor plan.png', chart]] as const) {
-    const response = await fetch(api, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify({ name, payload: bytes.toString('base64') }) });
+  const letter = makePdf([
+    {
+      width: 595,
+      height: 842,
+      content:
+        'BT /F1 28 Tf 60 760 Td (Service agreement) Tj ET 0 0 0 RG 60 700 m 535 700 l S BT /F1 12 Tf 60 670 Td (Signed by both parties on the date below.) Tj ET',
+    },
+  ]);
+  const chart = await sharp({ create: { width: 640, height: 400, channels: 3, background: '#2f6f9f' } })
+    .png()
+    .toBuffer();
+  for (const [name, bytes] of [
+    ['Service agreement.pdf', letter],
+    ['Floor plan.png', chart],
+  ] as const) {
+    const response = await fetch(api, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ name, payload: bytes.toString('base64') }),
+    });
     if (response.status !== 201) throw new Error(`upload of ${name}: ${response.status}`);
   }
-  for (const [suffix, viewport] of [['desktop', { width: 1280, height: 860 }], ['phone', { width: 390, height: 844 }]] as const) {
+  for (const [suffix, viewport] of [
+    ['desktop', { width: 1280, height: 860 }],
+    ['phone', { width: 390, height: 844 }],
+  ] as const) {
     const page = await (await browser.newContext({ viewport, deviceScaleFactor: 1 })).newPage();
     await page.goto(`http://127.0.0.1:${port}/console/`);
     await page.getByRole('textbox', { name: 'Username' }).fill('demo');
     await page.getByRole('textbox', { name: 'Password' }).fill('demo-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('searchbox', { name: 'Search signatories' }).fill('mül');
-    await page.getByRole('status').filter({ hasText: /signator/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /signator/ })
+      .waitFor();
     await page.getByRole('img', { name: 'Service agreement.pdf' }).waitFor();
     await page.waitForTimeout(500);
     await page.screenshot({ path: path.join(out, `console-room-${suffix}.png`) });

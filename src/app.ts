@@ -12,12 +12,7 @@ import { ScimUsers } from './scim/scim-users.ts';
 import { CONSOLE_PREFIX, consoleRoutes } from './http/console-routes.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
-import {
-  clientErrorHandler,
-  frameworkErrorHandler,
-  installProblemHandlers,
-  watchAllowedMethods,
-} from './http/problem-handlers.ts';
+import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
 import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
@@ -137,7 +132,14 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     },
     { prefix: API_PREFIX },
   );
-  await app.register(scimRoutes, { prefix: SCIM_PREFIX, authenticator, directory, users: new ScimUsers(database.db, directory), groups: new ScimGroups(database.db, directory), publicBaseUrl: config.publicBaseUrl });
+  await app.register(scimRoutes, {
+    prefix: SCIM_PREFIX,
+    authenticator,
+    directory,
+    users: new ScimUsers(database.db, directory),
+    groups: new ScimGroups(database.db, directory),
+    publicBaseUrl: config.publicBaseUrl,
+  });
   await registerOpenApiRoutes(app);
   await app.register(consoleRoutes);
   await app.register(addMethodNotAllowed);

@@ -75,7 +75,10 @@ async function runImport(config: Config, result: ValidationResult | OpenDirector
       cacheBytes: Math.max(config.sqliteMemory.cacheBytes, IMPORT_SQLITE_MEMORY.cacheBytes),
     };
     const counts = await withDatabase({ ...config, sqliteMemory }, (db) =>
-      importDirectory(db, result.file, result.problems, { ...importOptionsFor(config, (message) => console.error(`signroom: ${message}`)), ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}) }),
+      importDirectory(db, result.file, result.problems, {
+        ...importOptionsFor(config, (message) => console.error(`signroom: ${message}`)),
+        ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}),
+      }),
     );
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
@@ -121,7 +124,9 @@ async function readPassword(): Promise<string> {
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  const password = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  const password = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
   if (password === '') throw new UsageError('no password: set SIGNROOM_PASSWORD or pipe it on standard input');
   return password;
 }
@@ -161,20 +166,26 @@ async function tokenCommand(config: Config, args: string[]): Promise<number> {
   const [action, target, ...rest] = positionals;
   if (rest.length > 0) throw new UsageError(`unexpected "${rest.join(' ')}"`);
   if (action === 'create' && target !== undefined) {
-    if (values.name.length > MAX_TOKEN_NAME_LENGTH || /\p{Cc}/u.test(values.name)) throw new UsageError(`a token name has at most ${MAX_TOKEN_NAME_LENGTH} characters, none of them control characters`);
+    if (values.name.length > MAX_TOKEN_NAME_LENGTH || /\p{Cc}/u.test(values.name))
+      throw new UsageError(`a token name has at most ${MAX_TOKEN_NAME_LENGTH} characters, none of them control characters`);
     const created = await withDatabase(config, (db) => createToken(db, target, values.name, actor));
     if (created === undefined) {
       console.error(`signroom: no organization "${target}"`);
       return 1;
     }
     if (values.json) console.log(JSON.stringify(created));
-    else console.log(`${created.token}\nid ${created.id}, organization "${created.organizationId}"${created.name === '' ? '' : `, name "${created.name}"`}: shown once, only its hash is kept`);
+    else
+      console.log(
+        `${created.token}\nid ${created.id}, organization "${created.organizationId}"${created.name === '' ? '' : `, name "${created.name}"`}: shown once, only its hash is kept`,
+      );
     return 0;
   }
   if (action === 'list') {
     const tokens = await withDatabase(config, (db) => listTokens(db, target));
     if (values.json) console.log(JSON.stringify(tokens));
-    else for (const token of tokens) console.log([token.id, token.organizationId, JSON.stringify(token.name), token.createdAt, token.lastUsedAt ?? 'never used'].join('  '));
+    else
+      for (const token of tokens)
+        console.log([token.id, token.organizationId, JSON.stringify(token.name), token.createdAt, token.lastUsedAt ?? 'never used'].join('  '));
     return 0;
   }
   if (action === 'revoke' && target !== undefined) {
@@ -224,9 +235,14 @@ async function directoryCommand(config: Config, noun: 'user' | 'room', args: str
   if (noun === 'user') {
     if (action === 'add' && first === undefined) {
       const body = Object.fromEntries(
-        Object.entries({ id: values.id, email: values.email, firstname: values.firstname, lastname: values.lastname, external: values.external, status: values.status }).filter(
-          ([, value]) => value !== undefined,
-        ),
+        Object.entries({
+          id: values.id,
+          email: values.email,
+          firstname: values.firstname,
+          lastname: values.lastname,
+          external: values.external,
+          status: values.status,
+        }).filter(([, value]) => value !== undefined),
       );
       return run(async (directory) => (await directory.createUser(orgId, body, actor)).body);
     }
@@ -240,7 +256,9 @@ async function directoryCommand(config: Config, noun: 'user' | 'room', args: str
     throw new UsageError('expected: user add ORG --email EMAIL [options] | user suspend|activate|delete ORG USER');
   }
   if (action === 'add' && first !== undefined && second === undefined) {
-    return run(async (directory) => (await directory.createRoom(orgId, { id: first, ...(values.name !== undefined ? { name: values.name } : {}) }, actor)).body);
+    return run(
+      async (directory) => (await directory.createRoom(orgId, { id: first, ...(values.name !== undefined ? { name: values.name } : {}) }, actor)).body,
+    );
   }
   if ((action === 'add-member' || action === 'remove-member') && first !== undefined && second !== undefined) {
     return run((directory) => directory.setMember(orgId, first, second, action === 'add-member', actor));

@@ -156,7 +156,8 @@ function publicBaseUrl(env: Env): string {
   } catch {
     throw new ConfigError('SIGNROOM_PUBLIC_BASE_URL', `is not a valid URL (expected https://host[:port][/path]), got "${value}"`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('SIGNROOM_PUBLIC_BASE_URL', `must start with http:// or https:// (got ${url.protocol}//)`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError('SIGNROOM_PUBLIC_BASE_URL', `must start with http:// or https:// (got ${url.protocol}//)`);
   return value.replace(/\/+$/, '');
 }
 

@@ -64,11 +64,7 @@ export class ProblemError extends Error {
   readonly errors: ParameterError[] | undefined;
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(
-    code: ProblemCode,
-    detail: string,
-    options: { errors?: ParameterError[]; headers?: Record<string, string> } = {},
-  ) {
+  constructor(code: ProblemCode, detail: string, options: { errors?: ParameterError[]; headers?: Record<string, string> } = {}) {
     super(detail);
     this.name = 'ProblemError';
     this.code = code;

@@ -38,7 +38,7 @@ export class ListenError extends Error {
       code === 'EADDRINUSE'
         ? 'the port is already in use (stop the other process or set PORT)'
         : code === 'EADDRNOTAVAIL'
-          ? 'the address is not one of this machine\'s (set HOST)'
+          ? "the address is not one of this machine's (set HOST)"
           : code === 'EACCES'
             ? 'permission denied (ports below 1024 need privileges; set PORT)'
             : (cause as Error).message;

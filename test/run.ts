@@ -24,7 +24,16 @@ const extra = process.argv.slice(2);
 /** What runs on a database: the integration tests, the PostgreSQL-only ones there, the pure unit tests on the first database only. */
 function suiteFiles(dialect: string, first: boolean): string[] {
   const files = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/repositories/**/*.test.ts'];
-  if (first) files.unshift('test/domain/**/*.test.ts', 'test/services/**/*.test.ts', 'test/lib/**/*.test.ts', 'test/search-index/**/*.test.ts', 'test/directory/**/*.test.ts', 'test/db/**/*.test.ts', 'test/console/**/*.test.ts');
+  if (first)
+    files.unshift(
+      'test/domain/**/*.test.ts',
+      'test/services/**/*.test.ts',
+      'test/lib/**/*.test.ts',
+      'test/search-index/**/*.test.ts',
+      'test/directory/**/*.test.ts',
+      'test/db/**/*.test.ts',
+      'test/console/**/*.test.ts',
+    );
   if (dialect === 'postgres') files.push('test/postgres/**/*.test.ts');
   return files;
 }

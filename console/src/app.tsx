@@ -35,7 +35,10 @@ export function App() {
   // Bumped when the server comes back, so every view reads again what it shows.
   const [generation, setGeneration] = useState(0);
   const client = useMemo(
-    () => (credential === undefined ? undefined : new ApiClient(credential, { reachable: setReachable, unauthorized: (error) => signOut(messageFor(error, 'load')) })),
+    () =>
+      credential === undefined
+        ? undefined
+        : new ApiClient(credential, { reachable: setReachable, unauthorized: (error) => signOut(messageFor(error, 'load')) }),
     [credential],
   );
 
@@ -178,7 +181,13 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
           ) : (
             <div class="room-view">
               <SignatoriesPanel key={`${organizationId}/${roomId}`} client={client} organizationId={organizationId} roomId={roomId} generation={generation} />
-              <DocumentsPanel key={`${organizationId}/${roomId}/documents`} client={client} organizationId={organizationId} roomId={roomId} generation={generation} />
+              <DocumentsPanel
+                key={`${organizationId}/${roomId}/documents`}
+                client={client}
+                organizationId={organizationId}
+                roomId={roomId}
+                generation={generation}
+              />
             </div>
           ))}
         {view === 'directory' && (

@@ -62,14 +62,33 @@ export function DirectoryView({ client, organizationId, room, generation, onRoom
     <div class="directory-view">
       <UsersPanel client={client} organizationId={organizationId} generation={generation} onMembersChanged={() => setMembersVersion((value) => value + 1)} />
       <RoomsPanel client={client} organizationId={organizationId} generation={generation} onRoomsChanged={onRoomsChanged} />
-      {room !== undefined && <MembersPanel key={room.id} client={client} organizationId={organizationId} room={room} generation={generation + membersVersion} onRoomsChanged={onRoomsChanged} />}
+      {room !== undefined && (
+        <MembersPanel
+          key={room.id}
+          client={client}
+          organizationId={organizationId}
+          room={room}
+          generation={generation + membersVersion}
+          onRoomsChanged={onRoomsChanged}
+        />
+      )}
     </div>
   );
 }
 
 type Editing = { mode: 'add' } | { mode: 'edit'; user: User; etag: string; notice?: string } | undefined;
 
-function UsersPanel({ client, organizationId, generation, onMembersChanged }: { client: ApiClient; organizationId: string; generation: number; onMembersChanged: () => void }) {
+function UsersPanel({
+  client,
+  organizationId,
+  generation,
+  onMembersChanged,
+}: {
+  client: ApiClient;
+  organizationId: string;
+  generation: number;
+  onMembersChanged: () => void;
+}) {
   const users = `/organizations/${segment(organizationId)}/users`;
   const [search, setSearch] = useState('');
   const [status, setStatus] = useState<'' | UserStatus>('');
@@ -99,7 +118,12 @@ function UsersPanel({ client, organizationId, generation, onMembersChanged }: { 
     outcome.clear();
     try {
       if (editing?.mode === 'edit') {
-        await client.json(`${users}/${segment(editing.user.id)}`, { method: 'PATCH', body: draft, contentType: 'application/merge-patch+json', ifMatch: editing.etag });
+        await client.json(`${users}/${segment(editing.user.id)}`, {
+          method: 'PATCH',
+          body: draft,
+          contentType: 'application/merge-patch+json',
+          ifMatch: editing.etag,
+        });
         outcome.succeeded(`Saved ${displayName(draft)}.`);
       } else {
         await client.json(users, { method: 'POST', body: draft });
@@ -230,11 +254,21 @@ function UsersPanel({ client, organizationId, generation, onMembersChanged }: { 
                     Edit
                   </button>
                   {user.status === 'suspended' ? (
-                    <button type="button" class="small secondary" aria-label={`Reactivate ${displayName(user)}`} onClick={() => void setUserStatus(user, 'active')}>
+                    <button
+                      type="button"
+                      class="small secondary"
+                      aria-label={`Reactivate ${displayName(user)}`}
+                      onClick={() => void setUserStatus(user, 'active')}
+                    >
                       Reactivate
                     </button>
                   ) : (
-                    <button type="button" class="small secondary" aria-label={`Suspend ${displayName(user)}`} onClick={() => void setUserStatus(user, 'suspended')}>
+                    <button
+                      type="button"
+                      class="small secondary"
+                      aria-label={`Suspend ${displayName(user)}`}
+                      onClick={() => void setUserStatus(user, 'suspended')}
+                    >
                       Suspend
                     </button>
                   )}
@@ -252,7 +286,17 @@ function UsersPanel({ client, organizationId, generation, onMembersChanged }: { 
   );
 }
 
-function RoomsPanel({ client, organizationId, generation, onRoomsChanged }: { client: ApiClient; organizationId: string; generation: number; onRoomsChanged: () => void }) {
+function RoomsPanel({
+  client,
+  organizationId,
+  generation,
+  onRoomsChanged,
+}: {
+  client: ApiClient;
+  organizationId: string;
+  generation: number;
+  onRoomsChanged: () => void;
+}) {
   const rooms = `/organizations/${segment(organizationId)}/rooms`;
   const [name, setName] = useState('');
   const [id, setId] = useState('');
@@ -297,7 +341,13 @@ function RoomsPanel({ client, organizationId, generation, onRoomsChanged }: { cl
         </div>
         <div class="field">
           <label for="room-id">Room id (optional)</label>
-          <input id="room-id" pattern="[A-Za-z0-9._\-]{1,64}" title="Letters, digits, dot, underscore or hyphen; at most 64" value={id} onInput={(event) => setId(event.currentTarget.value)} />
+          <input
+            id="room-id"
+            pattern="[A-Za-z0-9._\-]{1,64}"
+            title="Letters, digits, dot, underscore or hyphen; at most 64"
+            value={id}
+            onInput={(event) => setId(event.currentTarget.value)}
+          />
         </div>
         <button type="submit" class="align-end">
           Create room
@@ -313,7 +363,10 @@ function RoomsPanel({ client, organizationId, generation, onRoomsChanged }: { cl
         {(list.data?.content ?? []).map((room) => (
           <li key={room.id}>
             <span>
-              <strong>{room.name}</strong> <span class="hint">({room.id}) · {room.memberCount === 1 ? '1 member' : `${room.memberCount} members`}</span>
+              <strong>{room.name}</strong>{' '}
+              <span class="hint">
+                ({room.id}) · {room.memberCount === 1 ? '1 member' : `${room.memberCount} members`}
+              </span>
             </span>
             <button type="button" class="small danger" aria-label={`Delete room ${room.name}`} onClick={() => void remove(room)}>
               Delete
@@ -325,14 +378,29 @@ function RoomsPanel({ client, organizationId, generation, onRoomsChanged }: { cl
   );
 }
 
-function MembersPanel({ client, organizationId, room, generation, onRoomsChanged }: { client: ApiClient; organizationId: string; room: Room; generation: number; onRoomsChanged: () => void }) {
+function MembersPanel({
+  client,
+  organizationId,
+  room,
+  generation,
+  onRoomsChanged,
+}: {
+  client: ApiClient;
+  organizationId: string;
+  room: Room;
+  generation: number;
+  onRoomsChanged: () => void;
+}) {
   const organization = `/organizations/${segment(organizationId)}`;
   const members = `${organization}/rooms/${segment(room.id)}/members`;
   const [page, setPage] = useState(0);
   const [who, setWho] = useState('');
   const [version, setVersion] = useState(0);
   const outcome = useOutcome();
-  const list = useLoaded((signal) => client.json<Page<User>>(`${members}${query({ page, size: PAGE_SIZE })}`, { signal }), [client, members, page, version, generation]);
+  const list = useLoaded(
+    (signal) => client.json<Page<User>>(`${members}${query({ page, size: PAGE_SIZE })}`, { signal }),
+    [client, members, page, version, generation],
+  );
   const changed = () => {
     setVersion((value) => value + 1);
     onRoomsChanged();

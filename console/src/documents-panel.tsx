@@ -41,7 +41,10 @@ export function DocumentsPanel({ client, organizationId, roomId, generation }: P
   const [done, setDone] = useState<string | undefined>();
   const [dragging, setDragging] = useState(false);
   const input = useRef<HTMLInputElement>(null);
-  const list = useLoaded((signal) => client.json<Page<DocumentInfo>>(`${base}${query({ page: 0, size: PAGE_SIZE * pages })}`, { signal }), [client, base, pages, version, generation]);
+  const list = useLoaded(
+    (signal) => client.json<Page<DocumentInfo>>(`${base}${query({ page: 0, size: PAGE_SIZE * pages })}`, { signal }),
+    [client, base, pages, version, generation],
+  );
 
   async function upload(files: FileList | File[]) {
     const problems: string[] = [];
@@ -139,7 +142,8 @@ export function DocumentsPanel({ client, organizationId, roomId, generation }: P
             <div class="document-meta">
               <span class="document-name">{documentLabel(document)}</span>
               <span class="hint">
-                {document.pageCount === 1 ? '1 page' : `${document.pageCount} pages`} · {sizeText(document.size)} · {new Date(document.createdAt).toLocaleString()}
+                {document.pageCount === 1 ? '1 page' : `${document.pageCount} pages`} · {sizeText(document.size)} ·{' '}
+                {new Date(document.createdAt).toLocaleString()}
               </span>
               <button type="button" class="secondary small" aria-label={`Delete ${documentLabel(document)}`} onClick={() => void remove(document)}>
                 Delete

@@ -18,7 +18,9 @@ export function messageFor(error: ApiError, task: Task): string {
     case 0:
       return 'The server cannot be reached. The console keeps trying and carries on when it is back.';
     case 401:
-      return task === 'sign-in' ? 'Wrong username or password.' : 'Your sign-in is no longer valid (the credential was changed or revoked). Please sign in again.';
+      return task === 'sign-in'
+        ? 'Wrong username or password.'
+        : 'Your sign-in is no longer valid (the credential was changed or revoked). Please sign in again.';
     case 403:
       return 'Your credential does not cover this organization.';
     case 404:
@@ -49,7 +51,8 @@ export function messageFor(error: ApiError, task: Task): string {
       return task === 'upload' ? 'This kind of file cannot be uploaded. Upload a PDF, PNG or JPEG file.' : 'The server does not accept this kind of content.';
     case 422:
       if (problem.code === 'document-encrypted') return 'This PDF is protected by a password. Remove the password and upload it again.';
-      if (problem.code === 'document-unreadable') return `This file cannot be opened as a document${problem.detail !== undefined ? ` (${lowerFirst(stripPeriod(problem.detail))})` : ''}.`;
+      if (problem.code === 'document-unreadable')
+        return `This file cannot be opened as a document${problem.detail !== undefined ? ` (${lowerFirst(stripPeriod(problem.detail))})` : ''}.`;
       return 'The server could not process this request.';
     case 429:
       return task === 'sign-in'

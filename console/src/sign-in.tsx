@@ -46,7 +46,15 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: (session: SignedIn)
         <label for="username">Username</label>
         <input id="username" name="username" autocomplete="username" required value={username} onInput={(event) => setUsername(event.currentTarget.value)} />
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required value={password} onInput={(event) => setPassword(event.currentTarget.value)} />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autocomplete="current-password"
+          required
+          value={password}
+          onInput={(event) => setPassword(event.currentTarget.value)}
+        />
         <button type="submit" disabled={busy}>
           Sign in
         </button>

@@ -118,7 +118,9 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
       )}
       <div class="table-scroll" role="region" aria-labelledby="signatories-heading" tabindex={0}>
         <table aria-busy={result.loading}>
-          <caption class="visually-hidden">Signatories of the room, {sort === undefined ? 'by last name' : `sorted by ${sort.by === 'email' ? 'email' : 'name'} ${ariaSort(sort.by)}`}</caption>
+          <caption class="visually-hidden">
+            Signatories of the room, {sort === undefined ? 'by last name' : `sorted by ${sort.by === 'email' ? 'email' : 'name'} ${ariaSort(sort.by)}`}
+          </caption>
           <thead>
             <tr>
               {header('lastname', 'Name')}

@@ -49,7 +49,12 @@ export function UserForm({ heading, initial, notice, onSave, onCancel }: Props) 
   }
 
   return (
-    <form class="user-form" aria-labelledby="user-form-heading" onSubmit={(event) => void submit(event)} onKeyDown={(event) => event.key === 'Escape' && onCancel()}>
+    <form
+      class="user-form"
+      aria-labelledby="user-form-heading"
+      onSubmit={(event) => void submit(event)}
+      onKeyDown={(event) => event.key === 'Escape' && onCancel()}
+    >
       <h3 id="user-form-heading">{heading}</h3>
       {notice !== undefined && (
         <p role="alert" class="warning">
@@ -64,7 +69,14 @@ export function UserForm({ heading, initial, notice, onSave, onCancel }: Props) 
       <div class="form-grid">
         <div class="field">
           <label for="user-firstname">First name</label>
-          <input ref={first} id="user-firstname" autocomplete="off" maxLength={255} value={firstname} onInput={(event) => setFirstname(event.currentTarget.value)} />
+          <input
+            ref={first}
+            id="user-firstname"
+            autocomplete="off"
+            maxLength={255}
+            value={firstname}
+            onInput={(event) => setFirstname(event.currentTarget.value)}
+          />
         </div>
         <div class="field">
           <label for="user-lastname">Last name</label>

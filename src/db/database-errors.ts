@@ -20,7 +20,12 @@ const UNREACHABLE_CODES = new Set([
   '53300', // too_many_connections
 ]);
 
-const UNREACHABLE_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Client has encountered a connection error/i, /Connection ended unexpectedly/i];
+const UNREACHABLE_MESSAGES = [
+  /Connection terminated/i,
+  /timeout exceeded when trying to connect/i,
+  /Client has encountered a connection error/i,
+  /Connection ended unexpectedly/i,
+];
 
 /** Whether an error means the database cannot be reached right now (a 503, not a 500). */
 export function isDatabaseUnreachable(error: unknown): boolean {

@@ -42,7 +42,8 @@ export async function withParallelScans<T>(trx: Transaction<Database>, work: () 
   if (dialectOf(trx) !== 'postgres') return work();
   await sql`select set_config('parallel_setup_cost', '0', true), set_config('parallel_tuple_cost', '0', true)`.execute(trx);
   // Back to the session's values: the page that follows is an index walk, which workers would only slow.
-  const restore = () => sql`select set_config(name, reset_val, true) from pg_settings where name in ('parallel_setup_cost', 'parallel_tuple_cost')`.execute(trx);
+  const restore = () =>
+    sql`select set_config(name, reset_val, true) from pg_settings where name in ('parallel_setup_cost', 'parallel_tuple_cost')`.execute(trx);
   let result: T;
   try {
     result = await work();
@@ -66,7 +67,9 @@ export async function withParallelScans<T>(trx: Transaction<Database>, work: () 
  */
 export async function preferIndexWalks(trx: Transaction<Database>): Promise<void> {
   if (dialectOf(trx) !== 'postgres') return;
-  await sql`select set_config('max_parallel_workers_per_gather', '0', true), set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)`.execute(trx);
+  await sql`select set_config('max_parallel_workers_per_gather', '0', true), set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)`.execute(
+    trx,
+  );
 }
 
 /**

@@ -3,10 +3,58 @@
  * curl examples, and organizations of any size for benchmarks.
  */
 
-const FIRSTNAMES = ['Anna', 'Ben', 'Chloé', 'David', 'Élodie', 'Fatima', 'Görkem', 'Hana', 'Ignacio', 'Jürgen', 'Kateřina',
-  'Léa', 'Mateo', 'Nuno', 'Olga', 'Paweł', 'Quentin', 'Rūta', 'Søren', 'Tomás', 'Ulla', 'Vincent', 'Wen', 'Xavier', 'Yusuf', 'Zoë'];
-const LASTNAMES = ['Müller', 'Schmidt', 'Dubois', 'García', 'Rossi', 'Nowak', 'Jensen', 'Novák', 'Öztürk', 'Silva', 'Smith',
-  'Łukasiewicz', 'Ng', 'Johansson', 'Brown', 'Ferreira', 'Kowalski', 'Lefèvre', 'Martínez', 'Bianchi', "O'Brien", 'Van der Berg'];
+const FIRSTNAMES = [
+  'Anna',
+  'Ben',
+  'Chloé',
+  'David',
+  'Élodie',
+  'Fatima',
+  'Görkem',
+  'Hana',
+  'Ignacio',
+  'Jürgen',
+  'Kateřina',
+  'Léa',
+  'Mateo',
+  'Nuno',
+  'Olga',
+  'Paweł',
+  'Quentin',
+  'Rūta',
+  'Søren',
+  'Tomás',
+  'Ulla',
+  'Vincent',
+  'Wen',
+  'Xavier',
+  'Yusuf',
+  'Zoë',
+];
+const LASTNAMES = [
+  'Müller',
+  'Schmidt',
+  'Dubois',
+  'García',
+  'Rossi',
+  'Nowak',
+  'Jensen',
+  'Novák',
+  'Öztürk',
+  'Silva',
+  'Smith',
+  'Łukasiewicz',
+  'Ng',
+  'Johansson',
+  'Brown',
+  'Ferreira',
+  'Kowalski',
+  'Lefèvre',
+  'Martínez',
+  'Bianchi',
+  "O'Brien",
+  'Van der Berg',
+];
 
 /** A small pseudo-random generator, so the same seed always gives the same directory. */
 export function seededRandom(seed: number): () => number {

@@ -32,7 +32,14 @@ export type AuditAction =
   | 'credential.changed';
 
 /** An audit event of a change, before it is stamped. */
-export function auditEvent(orgId: string | null, actor: Actor, at: string, action: AuditAction, target: { type: string; id: string }, details: object = {}): AuditEventRow {
+export function auditEvent(
+  orgId: string | null,
+  actor: Actor,
+  at: string,
+  action: AuditAction,
+  target: { type: string; id: string },
+  details: object = {},
+): AuditEventRow {
   return {
     id: randomUUID(),
     org_id: orgId,
@@ -45,4 +52,3 @@ export function auditEvent(orgId: string | null, actor: Actor, at: string, actio
     details: JSON.stringify(details),
   };
 }
-

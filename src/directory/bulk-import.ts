@@ -57,7 +57,10 @@ async function hasStoredUsers(trx: Transaction<Database>, orgId: string): Promis
 }
 
 async function countAllUsers(trx: Transaction<Database>): Promise<number> {
-  const row = await trx.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  const row = await trx
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow();
   return Number(row.count);
 }
 
@@ -133,13 +136,16 @@ export async function importDirectory(
   options: ImportOptions = {},
 ): Promise<ImportCounts> {
   if (fileProblems.length > 0 && file.organizations.length === 0) throw new ImportRejected([...fileProblems]);
-  const hashed = fileProblems.length > 0 ? [] : await Promise.all(
-    file.credentials.map(async (credential) => ({
-      username: credential.username,
-      passwordHash: await hashPassword(credential.password),
-      scope: credential.organizations,
-    })),
-  );
+  const hashed =
+    fileProblems.length > 0
+      ? []
+      : await Promise.all(
+          file.credentials.map(async (credential) => ({
+            username: credential.username,
+            passwordHash: await hashPassword(credential.password),
+            scope: credential.organizations,
+          })),
+        );
   const counts: ImportCounts = { organizations: 0, users: 0, rooms: 0, members: 0, credentials: hashed.length };
   await db.transaction().execute(async (trx) => {
     await serializeImports(trx);
@@ -172,7 +178,14 @@ export async function importDirectory(
     await insertAuditEvents(
       trx,
       run.imported.map((organization) =>
-        auditEvent(organization.id, actor, run.at, 'directory.imported', { type: 'organization', id: organization.id }, { importId: run.stamp, ...organization.counts }),
+        auditEvent(
+          organization.id,
+          actor,
+          run.at,
+          'directory.imported',
+          { type: 'organization', id: organization.id },
+          { importId: run.stamp, ...organization.counts },
+        ),
       ),
     );
     await options.beforeCommit?.(trx, run.imported, run.stamp);
@@ -276,7 +289,12 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
   for (const organization of organizations) {
     pendingOrganizations.push(organization);
     run.counts.organizations += 1;
-    const imported: ImportedOrganization = { id: organization.id, usersInFile: organization.userCount, firstUsers: true, counts: { users: 0, rooms: 0, members: 0 } };
+    const imported: ImportedOrganization = {
+      id: organization.id,
+      usersInFile: organization.userCount,
+      firstUsers: true,
+      counts: { users: 0, rooms: 0, members: 0 },
+    };
     run.imported.push(imported);
     const before = { ...run.counts };
     for (const user of organization.users()) {
@@ -325,8 +343,17 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
   const notInFile = members.flatMap((userId, index) => (organization.listedUsers.has(userId) ? [] : [index]));
   if (firstUsers) return notInFile;
   const known = new Set<string>();
-  for (const batch of chunks(notInFile.map((index) => members[index]!), BATCH)) {
-    const rows = await trx.selectFrom('users').select('id').where('org_id', '=', organization.id).where('id', 'in', batch).where('status', '<>', 'deleted').execute();
+  for (const batch of chunks(
+    notInFile.map((index) => members[index]!),
+    BATCH,
+  )) {
+    const rows = await trx
+      .selectFrom('users')
+      .select('id')
+      .where('org_id', '=', organization.id)
+      .where('id', 'in', batch)
+      .where('status', '<>', 'deleted')
+      .execute();
     for (const row of rows) known.add(row.id);
   }
   return notInFile.filter((index) => !known.has(members[index]!));
@@ -339,7 +366,10 @@ async function upsertRoom(run: ImportRun, orgId: string, room: RoomImport, versi
   await upsertRoomRows(trx, [{ ...row, members_changed_in: version }]);
   await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
   for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
-    await insertMemberRows(trx, batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })));
+    await insertMemberRows(
+      trx,
+      batch.map((userId) => ({ org_id: orgId, room_id: room.id, user_id: userId })),
+    );
   }
 }
 

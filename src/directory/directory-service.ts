@@ -68,7 +68,13 @@ export function assertPrecondition(ifMatch: string | undefined, current: Tagged<
 }
 
 export function toOrganization(row: OrganizationRecord): OrganizationBody {
-  return { id: row.id, name: row.name, settings: { externalSignatories: row.external_signatories === 1 }, createdAt: row.created_at, updatedAt: row.updated_at };
+  return {
+    id: row.id,
+    name: row.name,
+    settings: { externalSignatories: row.external_signatories === 1 },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
 }
 
 export function toUser(row: UserRecord): UserBody {
@@ -118,7 +124,8 @@ function assertSameId(sent: unknown, id: string): void {
 /** RFC 7396: the patch applied to the target; `null` removes a member, objects merge, anything else replaces. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const result: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const result: Record<string, unknown> =
+    typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
     else result[key] = mergePatch(result[key], value);
@@ -136,7 +143,16 @@ function userWrite(body: Json, id: string): UserWrite {
   // A userName that is the user's own email reads the same unset, and then follows the email; one
   // that differs in case only is kept as given (identity providers read back what they sent).
   const ownEmail = userName !== null && userName === user.email;
-  return { id: user.id, firstname: user.firstname, lastname: user.lastname, email: user.email, external: user.external, status: user.status, userName: ownEmail ? null : userName, externalId };
+  return {
+    id: user.id,
+    firstname: user.firstname,
+    lastname: user.lastname,
+    email: user.email,
+    external: user.external,
+    status: user.status,
+    userName: ownEmail ? null : userName,
+    externalId,
+  };
 }
 
 function optionalText(body: Json, key: string, problems: Collector): string | null {
@@ -183,7 +199,10 @@ export class DirectoryService {
     return tagged(toOrganization(row));
   }
 
-  async createOrganization(body: { id: string; name?: string | undefined; settings?: { externalSignatories?: boolean | undefined } | undefined }, actor: Actor): Promise<Tagged<OrganizationBody>> {
+  async createOrganization(
+    body: { id: string; name?: string | undefined; settings?: { externalSignatories?: boolean | undefined } | undefined },
+    actor: Actor,
+  ): Promise<Tagged<OrganizationBody>> {
     const name = nameOf(body, body.id);
     await createOrganization(this.#db, { id: body.id, name, externalSignatories: body.settings?.externalSignatories ?? false }, actor);
     return this.organization(body.id);
@@ -252,7 +271,9 @@ export class DirectoryService {
       const current = tagged(toUser(existing));
       assertPrecondition(ifMatch, current);
       const user = userWrite(next(current.body), userId);
-      const changed = (Object.keys(user) as (keyof UserWrite)[]).filter((key) => key !== 'id' && JSON.stringify(user[key]) !== JSON.stringify(fieldOf(existing, key)));
+      const changed = (Object.keys(user) as (keyof UserWrite)[]).filter(
+        (key) => key !== 'id' && JSON.stringify(user[key]) !== JSON.stringify(fieldOf(existing, key)),
+      );
       return tagged(toUser(await change.updateUser(existing, user, { changed })));
     });
   }
@@ -384,4 +405,3 @@ function fieldOf(row: UserRecord, key: keyof UserWrite): unknown {
       return row[key];
   }
 }
-

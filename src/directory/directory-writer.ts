@@ -174,7 +174,15 @@ export class DirectoryChange {
   async createRoom(room: { id: string; name: string; externalId?: string | null }): Promise<void> {
     const taken = await this.trx.selectFrom('rooms').select('id').where('org_id', '=', this.orgId).where('id', '=', room.id).executeTakeFirst();
     if (taken !== undefined) throw new ProblemError('room-exists', `A signing room with id "${room.id}" already exists in organization "${this.orgId}".`);
-    const row: RoomTable = { org_id: this.orgId, id: room.id, name: room.name, created_at: this.at, updated_at: this.at, members_changed_in: this.version, external_id: room.externalId ?? null };
+    const row: RoomTable = {
+      org_id: this.orgId,
+      id: room.id,
+      name: room.name,
+      created_at: this.at,
+      updated_at: this.at,
+      members_changed_in: this.version,
+      external_id: room.externalId ?? null,
+    };
     await this.trx.insertInto('rooms').values(row).execute();
     this.audit('room.created', { type: 'room', id: room.id });
   }
@@ -241,8 +249,14 @@ export class DirectoryChange {
    */
   async #membersEdited(roomIds: readonly string[], userId?: string): Promise<void> {
     if (roomIds.length === 0) return;
-    await this.trx.updateTable('rooms').set({ members_edited_in: this.version }).where('org_id', '=', this.orgId).where('id', 'in', [...roomIds]).execute();
-    if (userId !== undefined) await this.trx.updateTable('users').set({ changed_in: this.version }).where('org_id', '=', this.orgId).where('id', '=', userId).execute();
+    await this.trx
+      .updateTable('rooms')
+      .set({ members_edited_in: this.version })
+      .where('org_id', '=', this.orgId)
+      .where('id', 'in', [...roomIds])
+      .execute();
+    if (userId !== undefined)
+      await this.trx.updateTable('users').set({ changed_in: this.version }).where('org_id', '=', this.orgId).where('id', '=', userId).execute();
   }
 }
 
@@ -275,7 +289,11 @@ export async function changeDirectory<T>(db: Kysely<Database>, orgId: string, ac
 }
 
 /** Creates an organization (409 `organization-exists` when the id is taken). */
-export async function createOrganization(db: Kysely<Database>, organization: { id: string; name: string; externalSignatories: boolean }, actor: Actor): Promise<void> {
+export async function createOrganization(
+  db: Kysely<Database>,
+  organization: { id: string; name: string; externalSignatories: boolean },
+  actor: Actor,
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const at = new Date().toISOString();
     const created = await trx

@@ -214,7 +214,10 @@ export class PostgresBlobStore implements BlobStore {
         do {
           const length = Math.min(BLOB_CHUNK_BYTES, size - offset);
           await readFully(file, buffer.subarray(0, length), offset);
-          await trx.insertInto('blob_chunks').values({ sha256: staged.sha256, seq, bytes: buffer.subarray(0, length) }).execute();
+          await trx
+            .insertInto('blob_chunks')
+            .values({ sha256: staged.sha256, seq, bytes: buffer.subarray(0, length) })
+            .execute();
           offset += length;
           seq++;
         } while (offset < size);
@@ -250,10 +253,13 @@ export class PostgresBlobStore implements BlobStore {
             .where('seq', '<', seq + CHUNKS_PER_READ)
             .orderBy('seq')
             .execute();
-          if (chunks.length === 0) throw new Error(`blob ${sha256} is damaged: ${bytes.length - offset} of its ${bytes.length} bytes are missing from chunk ${seq} on`);
+          if (chunks.length === 0)
+            throw new Error(`blob ${sha256} is damaged: ${bytes.length - offset} of its ${bytes.length} bytes are missing from chunk ${seq} on`);
           for (const chunk of chunks) {
             if (chunk.seq !== seq || chunk.bytes.length === 0 || offset + chunk.bytes.length > bytes.length) {
-              throw new Error(`blob ${sha256} is damaged: chunk ${chunk.seq} (${chunk.bytes.length} bytes) where chunk ${seq} should start at byte ${offset} of ${bytes.length}`);
+              throw new Error(
+                `blob ${sha256} is damaged: chunk ${chunk.seq} (${chunk.bytes.length} bytes) where chunk ${seq} should start at byte ${offset} of ${bytes.length}`,
+              );
             }
             bytes.set(chunk.bytes, offset);
             offset += chunk.bytes.length;

@@ -58,7 +58,9 @@ async function warmUp(): Promise<void> {
   const document = await library.loadDocument(warmUpDocument());
   try {
     const rendered = await document.getPage(0).render({ scale: 200 / 595, render: 'bitmap' as never, colorSpace: 'BGRA' });
-    await sharp(Buffer.from(rendered.data), { raw: { width: rendered.width, height: rendered.height, channels: 4 } }).png().toBuffer();
+    await sharp(Buffer.from(rendered.data), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
+      .png()
+      .toBuffer();
   } finally {
     document.destroy();
   }
@@ -167,7 +169,10 @@ async function renderPdfWithPdfjs(job: RenderJob, bytes: Buffer): Promise<Worker
     if (size === undefined) return fail('render-failed', 'page 1 has no usable size');
     const viewport = page.getViewport({ scale: size.scale });
     const factory = document.canvasFactory as {
-      create(width: number, height: number): { canvas: { toBuffer(type: 'image/png'): Buffer }; context: { fillStyle: string; fillRect(x: number, y: number, w: number, h: number): void } };
+      create(
+        width: number,
+        height: number,
+      ): { canvas: { toBuffer(type: 'image/png'): Buffer }; context: { fillStyle: string; fillRect(x: number, y: number, w: number, h: number): void } };
     };
     const { canvas, context } = factory.create(size.width, size.height);
     context.fillStyle = '#ffffff';
@@ -194,7 +199,12 @@ async function renderImage(job: RenderJob, bytes: Buffer): Promise<void> {
     return;
   }
   if (width === undefined || height === undefined || width * height > MAX_IMAGE_PIXELS) {
-    send({ id: job.id, stage: 'failed', reason: 'unreadable', detail: `the image is ${width}×${height} pixels; at most ${MAX_IMAGE_PIXELS} pixels are accepted` });
+    send({
+      id: job.id,
+      stage: 'failed',
+      reason: 'unreadable',
+      detail: `the image is ${width}×${height} pixels; at most ${MAX_IMAGE_PIXELS} pixels are accepted`,
+    });
     return;
   }
   send({ id: job.id, stage: 'opened', pageCount: 1 });

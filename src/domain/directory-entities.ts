@@ -12,7 +12,6 @@ export const MAX_EMAIL_LENGTH = 254;
 export const MAX_USERNAME_LENGTH = 128;
 export const MAX_PASSWORD_LENGTH = 1024;
 
-
 export interface ImportProblem {
   /** JSON path of the offending value, e.g. `$.organizations[0].users[3].email`. */
   path: string;
@@ -181,4 +180,3 @@ export function validateRoom(raw: unknown, path: string, problems: Collector): R
   if (id === undefined || name === undefined) return undefined;
   return { id, name, members: listed ? members : undefined, memberIndexes, path };
 }
-

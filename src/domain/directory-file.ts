@@ -34,9 +34,6 @@ export class DirectoryFileChanged extends Error {
   }
 }
 
-
-
-
 /**
  * An organization of the file. Its users and rooms are not held: each call of
  * users() or rooms() reads them again from the file (or the parsed array),

@@ -33,7 +33,12 @@ const INVALID = /[^A-Za-z0-9+/_=-]/;
 function withoutSpacing(text: string, jsonEscapes: boolean): string {
   let result = text;
   if (jsonEscapes && result.includes('\\')) {
-    for (const [escape, meaning] of [['\\n', ''], ['\\r', ''], ['\\t', ''], ['\\/', '/']] as const) {
+    for (const [escape, meaning] of [
+      ['\\n', ''],
+      ['\\r', ''],
+      ['\\t', ''],
+      ['\\/', '/'],
+    ] as const) {
       if (result.includes(escape)) result = result.replaceAll(escape, meaning);
     }
     if (result.includes('\\')) result = result.replace(JSON_ESCAPE, unescape);
@@ -98,7 +103,8 @@ export function decodeBase64(
     if (padding > 0 && text.length > 0) return { ok: false, reason: 'payload is not base64: padding "=" in the middle' };
     if (equals !== -1) {
       const tail = text.slice(equals);
-      if (tail !== '='.repeat(tail.length)) return { ok: false, reason: `payload is not base64: padding "=" in the middle near position ${offset + equals + 1}` };
+      if (tail !== '='.repeat(tail.length))
+        return { ok: false, reason: `payload is not base64: padding "=" in the middle near position ${offset + equals + 1}` };
       padding += tail.length;
       text = text.slice(0, equals);
       if (padding > 2) return { ok: false, reason: 'payload is not base64: wrong padding' };
@@ -112,7 +118,10 @@ export function decodeBase64(
     if (decoded !== (whole / 4) * 3) {
       const invalid = INVALID.exec(text);
       const character = invalid === null ? '?' : invalid[0];
-      return { ok: false, reason: `payload is not base64: character ${JSON.stringify(describeCharacter(character, raw))} near position ${offset + Math.max(0, raw.indexOf(character)) + 1}` };
+      return {
+        ok: false,
+        reason: `payload is not base64: character ${JSON.stringify(describeCharacter(character, raw))} near position ${offset + Math.max(0, raw.indexOf(character)) + 1}`,
+      };
     }
     written += decoded;
     carry = group.slice(whole);

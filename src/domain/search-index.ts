@@ -154,7 +154,13 @@ export function partsBytes(users: number, keyBytes: number): number {
 /** Memory an index built from these parts holds, in bytes (its keys as a string of one byte per character, each order and its inverse). */
 export function bytesOfParts(parts: SearchIndexParts): number {
   const { keys, starts, kinds, seqs, orders } = parts;
-  return keys.byteLength + starts.byteLength + kinds.byteLength + seqs.byteLength + 2 * (orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength);
+  return (
+    keys.byteLength +
+    starts.byteLength +
+    kinds.byteLength +
+    seqs.byteLength +
+    2 * (orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength)
+  );
 }
 
 /** An order of `users` users: the base order without the users `replaced`, each change inserted before the place it goes before (as #page walks it). */
@@ -337,7 +343,12 @@ export class SearchIndex {
       placements.set(
         change,
         previous?.get(change) ?? {
-          keys: { lastname: asBytes(change.sortKeys.lastname), firstname: asBytes(change.sortKeys.firstname), email: asBytes(change.sortKeys.email), id: asBytes(change.id) },
+          keys: {
+            lastname: asBytes(change.sortKeys.lastname),
+            firstname: asBytes(change.sortKeys.firstname),
+            email: asBytes(change.sortKeys.email),
+            id: asBytes(change.id),
+          },
           before: {},
         },
       );
@@ -348,7 +359,15 @@ export class SearchIndex {
       inserts[field] = placed;
     }
     // The changes themselves (objects of five short strings), their placements and the map of users, about 400 bytes each.
-    const overlayBytes = starts[changes.length]! + starts.byteLength + numbers.byteLength + replaced.byteLength + kinds.byteLength + 8 * addedSeqs.length + 3 * 8 * changes.length + 400 * changes.length;
+    const overlayBytes =
+      starts[changes.length]! +
+      starts.byteLength +
+      numbers.byteLength +
+      replaced.byteLength +
+      kinds.byteLength +
+      8 * addedSeqs.length +
+      3 * 8 * changes.length +
+      400 * changes.length;
     return new SearchIndex(base, version, {
       changes,
       users: numbers,

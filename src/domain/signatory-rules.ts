@@ -3,12 +3,7 @@
  * Pure rules: the repository turns a SignatoryFilter into SQL.
  */
 
-export const PURPOSES = [
-  'SIGNING_REQUEST_SIGNATORY',
-  'SIGNATORY_INVITATION',
-  'PERMISSION_INVITATION',
-  'SIGNING_REQUEST_DELIVERY_RECIPIENT',
-] as const;
+export const PURPOSES = ['SIGNING_REQUEST_SIGNATORY', 'SIGNATORY_INVITATION', 'PERMISSION_INVITATION', 'SIGNING_REQUEST_DELIVERY_RECIPIENT'] as const;
 export type Purpose = (typeof PURPOSES)[number];
 
 export const SORT_FIELDS = ['firstname', 'lastname', 'email'] as const;

@@ -42,15 +42,13 @@ export function requireAuth(scope: FastifyInstance, authenticator: Authenticator
         });
       case 'rejected':
         if (outcome.delayMs > 0) await delay(outcome.delayMs);
-        if (bearerToken(request.headers.authorization ?? '') !== undefined) return sendProblem(reply, 'unauthorized', 'Unknown or revoked API token.', { headers: CHALLENGE });
+        if (bearerToken(request.headers.authorization ?? '') !== undefined)
+          return sendProblem(reply, 'unauthorized', 'Unknown or revoked API token.', { headers: CHALLENGE });
         return sendProblem(reply, 'unauthorized', 'Unknown username or wrong password.', { headers: CHALLENGE });
       case 'throttled':
-        return sendProblem(
-          reply,
-          'too-many-requests',
-          `Too many failed logins for this username; try again in ${outcome.retryAfterSeconds} s.`,
-          { headers: { 'retry-after': String(outcome.retryAfterSeconds) } },
-        );
+        return sendProblem(reply, 'too-many-requests', `Too many failed logins for this username; try again in ${outcome.retryAfterSeconds} s.`, {
+          headers: { 'retry-after': String(outcome.retryAfterSeconds) },
+        });
       case 'authenticated': {
         request.username = outcome.username;
         request.credentialScope = outcome.scope;

@@ -70,7 +70,8 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
   const json = app.getDefaultJsonParser('error', 'error');
   const parseJson: typeof json = (request, body, done) => (body === '' ? done(null, undefined) : json(request, body, done));
   app.removeContentTypeParser('application/json');
-  for (const type of ['application/json', 'application/merge-patch+json']) app.addContentTypeParser(type, { parseAs: 'string', bodyLimit: BODY_LIMIT }, parseJson);
+  for (const type of ['application/json', 'application/merge-patch+json'])
+    app.addContentTypeParser(type, { parseAs: 'string', bodyLimit: BODY_LIMIT }, parseJson);
   const at = (...segments: string[]) => `${apiPrefix}/organizations/${path(...segments)}`;
   const write = { bodyLimit: BODY_LIMIT };
 
@@ -98,7 +99,8 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
       ...write,
       // Scope before parameters (contract section 5): 403 before the body is validated.
       preValidation: async (request) => {
-        if (request.credentialScope !== '*') throw new ProblemError('forbidden', 'Only a credential covering all organizations ("*") may create organizations.');
+        if (request.credentialScope !== '*')
+          throw new ProblemError('forbidden', 'Only a credential covering all organizations ("*") may create organizations.');
       },
       schema: {
         operationId: 'createOrganization',
@@ -393,7 +395,10 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         tags: ['directory'],
         summary: add ? 'Add a user to a signing room (idempotent)' : 'Remove a user from a signing room (idempotent)',
         params: MemberPathParams,
-        response: { 204: { type: 'null', description: add ? 'The user is a member' : 'The user is not a member' }, ...adminProblemResponses(400, 404, 413, 415) },
+        response: {
+          204: { type: 'null', description: add ? 'The user is a member' : 'The user is not a member' },
+          ...adminProblemResponses(400, 404, 413, 415),
+        },
       },
       handler: async (request, reply) => {
         const { organizationId, roomId, userId } = request.params;
@@ -417,7 +422,11 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     },
     async (request) => {
       const query = request.query as { page: number; size: number; action?: string; actor?: string; since?: string; until?: string };
-      return directory.auditEvents({ orgId: request.params.organizationId, action: query.action, actor: query.actor, since: query.since, until: query.until }, query.page, query.size);
+      return directory.auditEvents(
+        { orgId: request.params.organizationId, action: query.action, actor: query.actor, since: query.since, until: query.until },
+        query.page,
+        query.size,
+      );
     },
   );
 };

@@ -216,7 +216,10 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       },
     },
     async (request, reply) => {
-      await documents.delete(request.params.organizationId, request.params.signingRoomId, request.params.documentId, { actor: request.username ?? '', requestId: request.id });
+      await documents.delete(request.params.organizationId, request.params.signingRoomId, request.params.documentId, {
+        actor: request.username ?? '',
+        requestId: request.id,
+      });
       return binary(reply).code(204).send();
     },
   );

@@ -40,11 +40,7 @@ export async function registerOpenApi(app: FastifyInstance, version: string, pub
 
 /** Serves the document as JSON and the interactive docs at /docs. Register after the routes. */
 export async function registerOpenApiRoutes(app: FastifyInstance): Promise<void> {
-  app.get(
-    OPENAPI_PATH,
-    { schema: { hide: true } },
-    async (_request, reply) => reply.header('cache-control', 'no-cache').send(app.swagger()),
-  );
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) => reply.header('cache-control', 'no-cache').send(app.swagger()));
   await app.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
     uiConfig: { docExpansion: 'list', deepLinking: true },

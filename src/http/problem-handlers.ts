@@ -67,7 +67,11 @@ export function installProblemHandlers(app: FastifyInstance): void {
       });
     }
     request.log.error({ err: error }, 'request failed');
-    return sendProblem(reply, 'internal-error', 'The server could not complete the request. The request id in the x-request-id header identifies it in the log.');
+    return sendProblem(
+      reply,
+      'internal-error',
+      'The server could not complete the request. The request id in the x-request-id header identifies it in the log.',
+    );
   });
 
   app.setNotFoundHandler((request, reply) => {

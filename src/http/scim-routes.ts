@@ -57,7 +57,10 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     }
     if (outcome.kind !== 'authenticated') {
       reply.header('www-authenticate', 'Bearer realm="signroom"');
-      return sendScimError(reply, new ScimError(401, 'This SCIM service needs an API token of the organization (Authorization: Bearer) or a Basic credential covering it.'));
+      return sendScimError(
+        reply,
+        new ScimError(401, 'This SCIM service needs an API token of the organization (Authorization: Bearer) or a Basic credential covering it.'),
+      );
     }
     request.username = outcome.username;
     const orgId = (request.params as Partial<OrgParams> | undefined)?.organizationId;
@@ -71,7 +74,8 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     return payload;
   });
 
-  const base = (request: FastifyRequest<{ Params: OrgParams }>) => `${publicBase(options.publicBaseUrl, request)}${SCIM_PREFIX}/${encodeURIComponent(request.params.organizationId)}`;
+  const base = (request: FastifyRequest<{ Params: OrgParams }>) =>
+    `${publicBase(options.publicBaseUrl, request)}${SCIM_PREFIX}/${encodeURIComponent(request.params.organizationId)}`;
   const userLocation = (request: FastifyRequest<{ Params: OrgParams }>) => (id: string) => `${base(request)}/Users/${encodeURIComponent(id)}`;
   const actor = (request: FastifyRequest) => ({ actor: request.username ?? 'unknown', requestId: request.id });
   const send = (reply: FastifyReply, status: number, body: object, etag?: string) => {
@@ -125,10 +129,17 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     return reply.code(204).send();
   });
 
-  const groupLocations = (request: FastifyRequest<{ Params: OrgParams }>) => ({ group: (id: string) => `${base(request)}/Groups/${encodeURIComponent(id)}`, user: userLocation(request) });
+  const groupLocations = (request: FastifyRequest<{ Params: OrgParams }>) => ({
+    group: (id: string) => `${base(request)}/Groups/${encodeURIComponent(id)}`,
+    user: userLocation(request),
+  });
   app.get<{ Params: OrgParams; Querystring: ListQuery }>('/:organizationId/Groups', hidden, async (request, reply) => {
     const paging = scimPaging(integerParameter(request.query.startIndex, 'startIndex'), integerParameter(request.query.count, 'count'));
-    const list = await groups.list(request.params.organizationId, { filter: request.query.filter, ...paging, members: wantsMembers(request) }, groupLocations(request));
+    const list = await groups.list(
+      request.params.organizationId,
+      { filter: request.query.filter, ...paging, members: wantsMembers(request) },
+      groupLocations(request),
+    );
     return send(reply, 200, { ...list, Resources: list.Resources.map((group) => projectedFor(request, group)) });
   });
   app.post<{ Params: OrgParams }>('/:organizationId/Groups', hidden, async (request, reply) => {
@@ -224,7 +235,8 @@ function toScimError(error: FastifyError | ScimError, request: FastifyRequest): 
   if (error instanceof ScimError) return error;
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ScimError(413, `The body is larger than ${BODY_LIMIT} bytes.`);
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ScimError(415, 'Bodies are application/scim+json or application/json.');
-  if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new ScimError(400, 'The body is not valid JSON.', 'invalidSyntax');
+  if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY')
+    return new ScimError(400, 'The body is not valid JSON.', 'invalidSyntax');
   if (isDatabaseUnreachable(error)) {
     request.log.error({ err: error }, 'database unreachable');
     return new ScimError(503, 'The database is not reachable right now; try again shortly.');

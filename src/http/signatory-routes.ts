@@ -13,7 +13,7 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
         tags: ['signatories'],
         summary: 'Search the users who can be chosen as signatories of a signing room',
         description:
-          'Candidates are the organization\'s users (external ones only when the organization allows external ' +
+          "Candidates are the organization's users (external ones only when the organization allows external " +
           'signatories), filtered, ordered by a total order (sortBy, then lastname, firstname, email, id; folded, ' +
           'code-point order) and paged Spring-Data style.',
         params: RoomPathParams,

@@ -30,7 +30,12 @@ function filtered(db: Kysely<Database>, query: AuditEventQuery) {
 }
 
 /** A page of the organization's events, newest first (by time, then by the order they were written), and how many match in all. */
-export async function findAuditEvents(db: Kysely<Database>, query: AuditEventQuery, offset: number, limit: number): Promise<{ total: number; rows: Selectable<AuditEventTable>[] }> {
+export async function findAuditEvents(
+  db: Kysely<Database>,
+  query: AuditEventQuery,
+  offset: number,
+  limit: number,
+): Promise<{ total: number; rows: Selectable<AuditEventTable>[] }> {
   const count = await filtered(db, query)
     .select((eb) => eb.fn.countAll<number | string>().as('count'))
     .executeTakeFirstOrThrow();

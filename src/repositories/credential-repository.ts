@@ -41,10 +41,7 @@ export async function findLoginState(db: Kysely<Database>, username: string): Pr
 }
 
 /** Creates or replaces a credential. */
-export async function upsertCredential(
-  db: Kysely<Database> | Transaction<Database>,
-  credential: CredentialRow,
-): Promise<void> {
+export async function upsertCredential(db: Kysely<Database> | Transaction<Database>, credential: CredentialRow): Promise<void> {
   const values = {
     username: credential.username,
     password_hash: credential.passwordHash,

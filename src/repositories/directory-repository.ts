@@ -14,12 +14,7 @@ export interface OrganizationRow {
 
 /** Whether the room exists in that organization. */
 export async function roomExists(db: Kysely<Database>, orgId: string, roomId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('rooms')
-    .select('id')
-    .where('org_id', '=', orgId)
-    .where('id', '=', roomId)
-    .executeTakeFirst();
+  const row = await db.selectFrom('rooms').select('id').where('org_id', '=', orgId).where('id', '=', roomId).executeTakeFirst();
   return row !== undefined;
 }
 
@@ -37,7 +32,15 @@ export async function findLookupScope(
       'o.directory_version',
       eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
       eb
-        .exists(eb.selectFrom('user_tallies as t').select('t.org_id').whereRef('t.org_id', '=', 'o.id').where('t.room_id', '=', '').where('t.candidate', '=', 0).where('t.users', '>', 0))
+        .exists(
+          eb
+            .selectFrom('user_tallies as t')
+            .select('t.org_id')
+            .whereRef('t.org_id', '=', 'o.id')
+            .where('t.room_id', '=', '')
+            .where('t.candidate', '=', 0)
+            .where('t.users', '>', 0),
+        )
         .as('has_non_candidates'),
     ])
     .where('o.id', '=', orgId)
@@ -66,7 +69,12 @@ export async function findOrganization(db: Kysely<Database>, orgId: string): Pro
 }
 
 /** A page of organizations by id (`ids` undefined: all of them), and how many there are. */
-export async function listOrganizations(db: Kysely<Database>, ids: readonly string[] | undefined, offset: number, limit: number): Promise<{ total: number; rows: OrganizationRecord[] }> {
+export async function listOrganizations(
+  db: Kysely<Database>,
+  ids: readonly string[] | undefined,
+  offset: number,
+  limit: number,
+): Promise<{ total: number; rows: OrganizationRecord[] }> {
   if (ids !== undefined && ids.length === 0) return { total: 0, rows: [] };
   const scoped = ids === undefined ? db.selectFrom('organizations') : db.selectFrom('organizations').where('id', 'in', ids);
   const count = await scoped.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
@@ -125,7 +133,14 @@ function usersMatching(db: Kysely<Database>, query: UserListQuery) {
   if (query.roomId !== undefined) {
     const roomId = query.roomId;
     select = select.where((eb) =>
-      eb.exists(eb.selectFrom('room_members as m').select('m.user_id').whereRef('m.org_id', '=', 'u.org_id').whereRef('m.user_id', '=', 'u.id').where('m.room_id', '=', roomId)),
+      eb.exists(
+        eb
+          .selectFrom('room_members as m')
+          .select('m.user_id')
+          .whereRef('m.org_id', '=', 'u.org_id')
+          .whereRef('m.user_id', '=', 'u.id')
+          .where('m.room_id', '=', roomId),
+      ),
     );
   }
   return select;
@@ -191,7 +206,12 @@ export interface ScimGroupQuery {
 }
 
 /** A page of the organization's rooms matching a SCIM filter, by id, and how many match. */
-export async function findScimGroups(db: Kysely<Database>, query: ScimGroupQuery, offset: number, limit: number): Promise<{ total: number; rows: RoomRecord[] }> {
+export async function findScimGroups(
+  db: Kysely<Database>,
+  query: ScimGroupQuery,
+  offset: number,
+  limit: number,
+): Promise<{ total: number; rows: RoomRecord[] }> {
   let select = withMemberCount(db).where('r.org_id', '=', query.orgId);
   let count = db.selectFrom('rooms as r').where('r.org_id', '=', query.orgId);
   if (query.nameLower !== undefined) {
@@ -233,14 +253,17 @@ export async function findUsersByIds(db: Kysely<Database>, orgId: string, ids: r
 
 /** Members counted from the tallies (a few rows per room). */
 function withMemberCount(db: Kysely<Database>) {
-  return db.selectFrom('rooms as r').selectAll('r').select((eb) =>
-    eb
-      .selectFrom('user_tallies as t')
-      .select((inner) => inner.fn.coalesce(inner.fn.sum<number | string>('t.users'), sql<number>`0`).as('n'))
-      .whereRef('t.org_id', '=', 'r.org_id')
-      .whereRef('t.room_id', '=', 'r.id')
-      .as('member_count'),
-  );
+  return db
+    .selectFrom('rooms as r')
+    .selectAll('r')
+    .select((eb) =>
+      eb
+        .selectFrom('user_tallies as t')
+        .select((inner) => inner.fn.coalesce(inner.fn.sum<number | string>('t.users'), sql<number>`0`).as('n'))
+        .whereRef('t.org_id', '=', 'r.org_id')
+        .whereRef('t.room_id', '=', 'r.id')
+        .as('member_count'),
+    );
 }
 
 function toRoomRecord(row: Selectable<RoomTable> & { member_count: number | string | null }): RoomRecord {
@@ -266,7 +289,13 @@ export async function listRooms(db: Kysely<Database>, orgId: string, offset: num
 
 /** Whether the user is a member of the room. */
 export async function isMember(db: Kysely<Database>, orgId: string, roomId: string, userId: string): Promise<boolean> {
-  const row = await db.selectFrom('room_members').select('user_id').where('org_id', '=', orgId).where('room_id', '=', roomId).where('user_id', '=', userId).executeTakeFirst();
+  const row = await db
+    .selectFrom('room_members')
+    .select('user_id')
+    .where('org_id', '=', orgId)
+    .where('room_id', '=', roomId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return row !== undefined;
 }
 

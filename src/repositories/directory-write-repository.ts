@@ -18,14 +18,26 @@ export interface OrganizationUpsert {
  * Upserts organizations, two statements at most (with the setting given, and without), bumping
  * the directory version of those that exist; their directory versions after.
  */
-export async function upsertOrganizationRows(trx: Transaction<Database>, organizations: readonly OrganizationUpsert[], at: string): Promise<{ id: string; directory_version: number }[]> {
+export async function upsertOrganizationRows(
+  trx: Transaction<Database>,
+  organizations: readonly OrganizationUpsert[],
+  at: string,
+): Promise<{ id: string; directory_version: number }[]> {
   const versions: { id: string; directory_version: number }[] = [];
   for (const settingGiven of [true, false]) {
     const rows = organizations.filter((organization) => (organization.externalSignatories !== undefined) === settingGiven);
     if (rows.length === 0) continue;
     await trx
       .insertInto('organizations')
-      .values(rows.map((organization) => ({ id: organization.id, name: organization.name, external_signatories: organization.externalSignatories === true ? 1 : 0, created_at: at, updated_at: at })))
+      .values(
+        rows.map((organization) => ({
+          id: organization.id,
+          name: organization.name,
+          external_signatories: organization.externalSignatories === true ? 1 : 0,
+          created_at: at,
+          updated_at: at,
+        })),
+      )
       .onConflict((oc) =>
         oc.column('id').doUpdateSet((eb) => ({
           name: eb.ref('excluded.name'),
@@ -46,7 +58,11 @@ export async function upsertOrganizationRows(trx: Transaction<Database>, organiz
  * Lists each directory version made with the writing transaction's random stamp (see the
  * directory-states migration), keeping only the last LISTED_STATES of each organization.
  */
-export async function listDirectoryVersions(trx: Transaction<Database>, versions: readonly { id: string; directory_version: number }[], stamp: string): Promise<void> {
+export async function listDirectoryVersions(
+  trx: Transaction<Database>,
+  versions: readonly { id: string; directory_version: number }[],
+  stamp: string,
+): Promise<void> {
   if (versions.length === 0) return;
   await trx
     .insertInto('directory_states')
@@ -70,11 +86,13 @@ export async function upsertRoomRows(trx: Transaction<Database>, rows: readonly 
     .insertInto('rooms')
     .values([...rows])
     .onConflict((oc) =>
-      oc.columns(['org_id', 'id']).doUpdateSet((eb) =>
-        membersReplaced
-          ? { name: eb.ref('excluded.name'), updated_at: eb.ref('excluded.updated_at'), members_changed_in: eb.ref('excluded.members_changed_in') }
-          : { name: eb.ref('excluded.name'), updated_at: eb.ref('excluded.updated_at') },
-      ),
+      oc
+        .columns(['org_id', 'id'])
+        .doUpdateSet((eb) =>
+          membersReplaced
+            ? { name: eb.ref('excluded.name'), updated_at: eb.ref('excluded.updated_at'), members_changed_in: eb.ref('excluded.members_changed_in') }
+            : { name: eb.ref('excluded.name'), updated_at: eb.ref('excluded.updated_at') },
+        ),
     )
     .execute();
 }
@@ -106,7 +124,18 @@ const USER_COLUMNS = [
  * carried across versions needs the names too): a re-import that leaves these as they are leaves
  * `changed_in` too.
  */
-const INDEXED_COLUMNS = ['search_key', 'firstname_key', 'lastname_key', 'email_key', 'external', 'needs_invite', 'status', 'firstname', 'lastname', 'email'] as const satisfies readonly (keyof UserRow)[];
+const INDEXED_COLUMNS = [
+  'search_key',
+  'firstname_key',
+  'lastname_key',
+  'email_key',
+  'external',
+  'needs_invite',
+  'status',
+  'firstname',
+  'lastname',
+  'email',
+] as const satisfies readonly (keyof UserRow)[];
 
 /** `changed_in` of an upsert: the new version only if something the index holds differs (the stored one otherwise). */
 const changedIn = sql`case when ${sql.join(
@@ -138,7 +167,9 @@ export function prepareUserUpsert(trx: Transaction<Database>, rows: readonly Use
     .insertInto('users')
     .values([...rows])
     .onConflict((oc) =>
-      oc.columns(['org_id', 'id']).doUpdateSet(Object.fromEntries(replaced.map((column) => [column, column === 'changed_in' ? changedIn : sql.ref(`excluded.${column}`)]))),
+      oc
+        .columns(['org_id', 'id'])
+        .doUpdateSet(Object.fromEntries(replaced.map((column) => [column, column === 'changed_in' ? changedIn : sql.ref(`excluded.${column}`)]))),
     );
   return () => statement.execute();
 }
@@ -146,7 +177,11 @@ export function prepareUserUpsert(trx: Transaction<Database>, rows: readonly Use
 /** Inserts room members. */
 export async function insertMemberRows(trx: Transaction<Database>, rows: readonly RoomMemberTable[]): Promise<void> {
   if (dialectOf(trx) === 'postgres') await unnestInsert('room_members', ['org_id', 'room_id', 'user_id'], rows).execute(trx);
-  else await trx.insertInto('room_members').values([...rows]).execute();
+  else
+    await trx
+      .insertInto('room_members')
+      .values([...rows])
+      .execute();
 }
 
 /**

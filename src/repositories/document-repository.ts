@@ -26,13 +26,7 @@ export async function insertDocument(db: Db, row: DocumentTable): Promise<void> 
 
 /** A document of the room, or undefined (a document of another room is not found either). */
 export async function findDocument(db: Db, orgId: string, roomId: string, id: string): Promise<DocumentRow | undefined> {
-  return db
-    .selectFrom('documents')
-    .select(METADATA)
-    .where('org_id', '=', orgId)
-    .where('room_id', '=', roomId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return db.selectFrom('documents').select(METADATA).where('org_id', '=', orgId).where('room_id', '=', roomId).where('id', '=', id).executeTakeFirst();
 }
 
 export async function findThumbnail(db: Db, orgId: string, roomId: string, id: string): Promise<Uint8Array | undefined> {

@@ -156,7 +156,11 @@ export async function readChangedUsers(db: Kysely<Database>, orgId: string, sinc
     .limit(limit)
     .execute();
   rows.sort((a, b) => Number(a.seq) - Number(b.seq));
-  const rooms = await readRoomsOf(db, orgId, rows.map((row) => row.id));
+  const rooms = await readRoomsOf(
+    db,
+    orgId,
+    rows.map((row) => row.id),
+  );
   return rows.map((row) => ({
     seq: Number(row.seq),
     id: row.id,

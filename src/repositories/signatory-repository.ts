@@ -179,8 +179,16 @@ export async function findFewMatches(
     .select(['u.id', 'u.lastname_key', 'u.firstname_key', 'u.email_key'])
     .limit(upTo + 1);
   let found = db
-    .with((cte) => cte('m').materialized(), () => matches)
-    .selectFrom((eb) => eb.selectFrom('m').select((inner) => inner.fn.countAll<number>().as('total')).as('t'))
+    .with(
+      (cte) => cte('m').materialized(),
+      () => matches,
+    )
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('m')
+        .select((inner) => inner.fn.countAll<number>().as('total'))
+        .as('t'),
+    )
     .leftJoin(
       (eb) => {
         let page = eb.selectFrom('m').select(['m.id', 'm.lastname_key', 'm.firstname_key', 'm.email_key']);

@@ -10,7 +10,12 @@ export async function findTallies(db: Kysely<Database>, orgId: string, roomId: s
     .where('org_id', '=', orgId)
     .where('room_id', 'in', ['', roomId])
     .execute();
-  const tally = (row: (typeof rows)[number]): Tally => ({ external: row.external === 1, needsInvitation: row.needs_invite === 1, candidate: row.candidate === 1, users: Number(row.users) });
+  const tally = (row: (typeof rows)[number]): Tally => ({
+    external: row.external === 1,
+    needsInvitation: row.needs_invite === 1,
+    candidate: row.candidate === 1,
+    users: Number(row.users),
+  });
   return {
     organization: rows.filter((row) => row.room_id === '').map(tally),
     members: rows.filter((row) => row.room_id !== '').map(tally),
@@ -69,9 +74,19 @@ export interface TallyKind {
  * `from` (undefined: a new user), into `to` (undefined: gone). For a single write, where counting
  * the organization again would read every user.
  */
-export async function moveInTallies(db: Kysely<Database>, orgId: string, userId: string, from: TallyKind | undefined, to: TallyKind | undefined): Promise<void> {
-  if (from !== undefined && to !== undefined && from.external === to.external && from.needs_invite === to.needs_invite && from.candidate === to.candidate) return;
-  for (const [kind, delta] of [[from, -1], [to, 1]] as const) {
+export async function moveInTallies(
+  db: Kysely<Database>,
+  orgId: string,
+  userId: string,
+  from: TallyKind | undefined,
+  to: TallyKind | undefined,
+): Promise<void> {
+  if (from !== undefined && to !== undefined && from.external === to.external && from.needs_invite === to.needs_invite && from.candidate === to.candidate)
+    return;
+  for (const [kind, delta] of [
+    [from, -1],
+    [to, 1],
+  ] as const) {
     if (kind === undefined) continue;
     await addToTally(db, sql`select ${orgId} as org_id, '' as room_id`, kind, delta);
     await addToTally(db, sql`select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`, kind, delta);

@@ -10,7 +10,12 @@ const ID_DESCRIPTION = 'letters, digits, ".", "_", "-"; 1–64 characters';
 const Id = (description: string) => Type.String({ pattern: ID_PATTERN.source, description: `${description}: ${ID_DESCRIPTION}` });
 const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH });
 const NullableName = Type.Union([Type.String({ maxLength: MAX_NAME_LENGTH }), Type.Null()]);
-const Email = Type.String({ minLength: 1, maxLength: MAX_EMAIL_LENGTH, pattern: EMAIL_PATTERN.source, description: 'Unique in the organization, ignoring case' });
+const Email = Type.String({
+  minLength: 1,
+  maxLength: MAX_EMAIL_LENGTH,
+  pattern: EMAIL_PATTERN.source,
+  description: 'Unique in the organization, ignoring case',
+});
 const Status = Type.Unsafe<(typeof USER_STATUSES)[number]>({
   type: 'string',
   enum: [...USER_STATUSES],
@@ -57,9 +62,12 @@ export const OrganizationPatch = Type.Object(
     id: Type.Optional(Type.String({ description: 'Read-only: must be the organization id if sent' })),
     name: Type.Optional(Type.Union([Name, Type.Null()])),
     settings: Type.Optional(
-      Type.Union([Type.Object({ externalSignatories: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])) }, { additionalProperties: false }), Type.Null()], {
-        description: 'null (or a null member) resets the settings to their defaults',
-      }),
+      Type.Union(
+        [Type.Object({ externalSignatories: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])) }, { additionalProperties: false }), Type.Null()],
+        {
+          description: 'null (or a null member) resets the settings to their defaults',
+        },
+      ),
     ),
     createdAt: ReadOnlyInstant,
     updatedAt: ReadOnlyInstant,
@@ -128,7 +136,10 @@ export const Room = Type.Object(
 );
 export type RoomBody = Static<typeof Room>;
 
-export const RoomCreate = Type.Object({ id: Type.Optional(Id('Signing room id')), name: Type.Optional(Name) }, { additionalProperties: false, title: 'RoomCreate' });
+export const RoomCreate = Type.Object(
+  { id: Type.Optional(Id('Signing room id')), name: Type.Optional(Name) },
+  { additionalProperties: false, title: 'RoomCreate' },
+);
 export const RoomReplace = Type.Object(
   {
     id: Type.Optional(Type.String({ description: 'Must be the room id if sent' })),
@@ -175,7 +186,9 @@ const SmallPageQuery = { ...PageQuery, size: Type.Optional(Type.Integer({ ...Pag
 export const ListQuery = Type.Object(SmallPageQuery);
 export const UserListQuery = Type.Object({
   ...SmallPageQuery,
-  searchQuery: Type.Optional(Type.String({ description: 'As in the lookup: every term a substring of firstname, lastname or email, ignoring case and accents' })),
+  searchQuery: Type.Optional(
+    Type.String({ description: 'As in the lookup: every term a substring of firstname, lastname or email, ignoring case and accents' }),
+  ),
   sortBy: Type.Optional(stringEnum(SORT_FIELDS, { default: 'lastname', description: 'Field to sort by (any letter case)' })),
   sortDirection: Type.Optional(stringEnum(SORT_DIRECTIONS, { default: 'ASC', description: 'Sort direction (any letter case)' })),
   status: Type.Optional(stringEnum(USER_STATUSES, { description: 'Only users of this status' })),

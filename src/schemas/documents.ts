@@ -49,7 +49,11 @@ export const DocumentMetadata = Type.Object(
     pageCount: Type.Integer(),
     createdAt: Type.String({ format: 'date-time' }),
     uploadedBy: Type.String({ description: 'Username of the credential that uploaded it' }),
-    thumbnail: Type.Unsafe<'rendered' | 'placeholder'>({ type: 'string', enum: ['rendered', 'placeholder'], description: 'Whether the thumbnail shows page 1' }),
+    thumbnail: Type.Unsafe<'rendered' | 'placeholder'>({
+      type: 'string',
+      enum: ['rendered', 'placeholder'],
+      description: 'Whether the thumbnail shows page 1',
+    }),
   },
   { title: 'DocumentMetadata' },
 );
@@ -94,8 +98,7 @@ export const ContentValidatorHeaders: Readonly<Record<string, ResponseHeader>> =
 
 export const ContentDispositionHeader: ResponseHeader = {
   type: 'string',
-  description:
-    "Only when the document has a name: inline; filename=\"<ASCII fallback>\"; filename*=UTF-8''<percent-encoded name> (RFC 6266)",
+  description: 'Only when the document has a name: inline; filename="<ASCII fallback>"; filename*=UTF-8\'\'<percent-encoded name> (RFC 6266)',
 };
 
 /** The bytes of a document in its stored media type. */

@@ -22,15 +22,9 @@ export const LookupQuery = Type.Object({
     }),
   ),
   ...PageQuery,
-  sortBy: Type.Optional(
-    stringEnum(SORT_FIELDS, { default: 'lastname', description: 'Field to sort by (any letter case)' }),
-  ),
-  sortDirection: Type.Optional(
-    stringEnum(SORT_DIRECTIONS, { default: 'ASC', description: 'Sort direction (any letter case)' }),
-  ),
-  roomMember: Type.Optional(
-    Type.Boolean({ deprecated: true, description: 'Deprecated. Filters by room membership; ignored when purpose is given' }),
-  ),
+  sortBy: Type.Optional(stringEnum(SORT_FIELDS, { default: 'lastname', description: 'Field to sort by (any letter case)' })),
+  sortDirection: Type.Optional(stringEnum(SORT_DIRECTIONS, { default: 'ASC', description: 'Sort direction (any letter case)' })),
+  roomMember: Type.Optional(Type.Boolean({ deprecated: true, description: 'Deprecated. Filters by room membership; ignored when purpose is given' })),
   requiresInvitation: Type.Optional(
     Type.Boolean({
       deprecated: true,

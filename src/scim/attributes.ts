@@ -7,7 +7,10 @@ const ALWAYS = new Set(['id', 'schemas']);
 export function attributeList(value: string | undefined, parameter: string): string[] | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   if (value.length > 2_000) throw new ScimError(400, `"${parameter}" is longer than 2,000 characters.`, 'invalidValue');
-  return value.split(',').map((path) => path.trim().toLowerCase()).filter((path) => path !== '');
+  return value
+    .split(',')
+    .map((path) => path.trim().toLowerCase())
+    .filter((path) => path !== '');
 }
 
 /**
@@ -39,7 +42,10 @@ export function projected(resource: Record<string, unknown>, attributes: string[
       const lower = key.toLowerCase();
       if (!ALWAYS.has(lower) && excluded.includes(lower)) continue;
       const subs = excluded.filter((path) => path.startsWith(`${lower}.`)).map((path) => path.slice(lower.length + 1));
-      out[key] = subs.length > 0 && typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).filter(([sub]) => !subs.includes(sub.toLowerCase()))) : value;
+      out[key] =
+        subs.length > 0 && typeof value === 'object' && value !== null && !Array.isArray(value)
+          ? Object.fromEntries(Object.entries(value).filter(([sub]) => !subs.includes(sub.toLowerCase())))
+          : value;
     }
     return out;
   }

@@ -30,7 +30,13 @@ export interface RoomForGroup {
 }
 
 /** The SCIM representation of a room; `members` left out when undefined (not asked for). */
-export function toScimGroup(room: RoomForGroup, members: readonly string[] | undefined, location: string, version: string, userLocation: (id: string) => string): ScimGroup {
+export function toScimGroup(
+  room: RoomForGroup,
+  members: readonly string[] | undefined,
+  location: string,
+  version: string,
+  userLocation: (id: string) => string,
+): ScimGroup {
   return {
     schemas: [GROUP_SCHEMA],
     id: room.id,
@@ -76,7 +82,13 @@ function externalIdValue(value: unknown): string | null {
 /** A whole group body (POST, PUT) as the change it makes: `members` absent means none. */
 export function groupFromScim(body: Record<string, unknown>, id?: string): GroupChange {
   if (id !== undefined && body['id'] !== undefined && body['id'] !== id) throw new ScimError(400, '"id" is read-only.', 'mutability');
-  return { name: nameValue(body['displayName']), externalId: externalIdValue(body['externalId']), add: [], remove: [], members: memberValues(body['members'], 'members') };
+  return {
+    name: nameValue(body['displayName']),
+    externalId: externalIdValue(body['externalId']),
+    add: [],
+    remove: [],
+    members: memberValues(body['members'], 'members'),
+  };
 }
 
 /** The user id a `members[value eq "…"]` path names (a JSON string's escapes); 400 `invalidValue` for a bad escape. */
@@ -111,7 +123,8 @@ export function groupPatch(body: unknown, id: string): GroupChange {
     const value = (operation as { value?: unknown }).value;
     const attribute = path?.trim().toLowerCase();
     if (attribute === undefined) {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ScimError(400, `Operations[${k}].value must be an object.`, 'invalidValue');
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        throw new ScimError(400, `Operations[${k}].value must be an object.`, 'invalidValue');
       for (const [key, member] of Object.entries(value)) {
         const name = key.toLowerCase();
         if (name === 'id' && member === id) continue;

@@ -4,7 +4,15 @@ import type { Database } from '../db/tables.ts';
 import type { Actor } from '../directory/audit.ts';
 import { assertPrecondition, etagOf, nameOf, type DirectoryService } from '../directory/directory-service.ts';
 import { changeDirectory, type DirectoryChange } from '../directory/directory-writer.ts';
-import { findOrganization, findRoom, findRoomMemberIds, findScimGroups, findUsersByIds, type RoomRecord, type ScimGroupQuery } from '../repositories/directory-repository.ts';
+import {
+  findOrganization,
+  findRoom,
+  findRoomMemberIds,
+  findScimGroups,
+  findUsersByIds,
+  type RoomRecord,
+  type ScimGroupQuery,
+} from '../repositories/directory-repository.ts';
 import { groupFromScim, groupPatch, parseGroupFilter, toScimGroup, type GroupChange, type ScimGroup } from './group-resource.ts';
 import { ScimError } from './scim-error.ts';
 import { asScim, LIST_RESPONSE_SCHEMA, type ScimList } from './scim-users.ts';
@@ -19,7 +27,13 @@ export interface GroupLocations {
 
 /** A room's version: its representation and when its members last changed (a member added and another removed keep the count). */
 function versionOf(room: RoomRecord): string {
-  return etagOf({ id: room.id, name: room.name, externalId: room.external_id ?? null, updatedAt: room.updated_at, members: [room.members_changed_in ?? 0, room.members_edited_in ?? 0, room.member_count] });
+  return etagOf({
+    id: room.id,
+    name: room.name,
+    externalId: room.external_id ?? null,
+    updatedAt: room.updated_at,
+    members: [room.members_changed_in ?? 0, room.members_edited_in ?? 0, room.member_count],
+  });
 }
 
 function roomForGroup(room: RoomRecord) {
@@ -40,7 +54,11 @@ export class ScimGroups {
     this.#directory = directory;
   }
 
-  async list(orgId: string, request: { filter?: string | undefined; startIndex: number; count: number; members: boolean }, at: GroupLocations): Promise<ScimList<ScimGroup>> {
+  async list(
+    orgId: string,
+    request: { filter?: string | undefined; startIndex: number; count: number; members: boolean },
+    at: GroupLocations,
+  ): Promise<ScimList<ScimGroup>> {
     const query: ScimGroupQuery = { orgId };
     for (const condition of request.filter === undefined ? [] : parseGroupFilter(request.filter)) {
       if (condition.attribute === 'displayName') (query.nameLower ??= []).push(condition.value.toLowerCase());
@@ -70,7 +88,14 @@ export class ScimGroups {
     });
   }
 
-  async replace(orgId: string, roomId: string, body: Record<string, unknown>, ifMatch: string | undefined, actor: Actor, at: GroupLocations): Promise<ScimGroup> {
+  async replace(
+    orgId: string,
+    roomId: string,
+    body: Record<string, unknown>,
+    ifMatch: string | undefined,
+    actor: Actor,
+    at: GroupLocations,
+  ): Promise<ScimGroup> {
     return this.#change(orgId, roomId, groupFromScim(body, roomId), ifMatch, actor, at);
   }
 
@@ -88,18 +113,23 @@ export class ScimGroups {
 
   async #change(orgId: string, roomId: string, change: GroupChange, ifMatch: string | undefined, actor: Actor, at: GroupLocations): Promise<ScimGroup> {
     const again = () => this.get(orgId, roomId, true, at);
-    return this.#write(orgId, actor, async (writer) => {
-      const room = await this.#existing(writer.trx, orgId, roomId);
-      assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
-      const name = change.name === undefined ? room.name : nameOf({ name: change.name }, roomId);
-      const externalId = change.externalId === undefined ? (room.external_id ?? null) : change.externalId;
-      if (name !== room.name || externalId !== (room.external_id ?? null)) {
-        const changed = [...(name !== room.name ? ['name'] : []), ...(externalId !== (room.external_id ?? null) ? ['externalId'] : [])];
-        await writer.updateRoom(roomId, name, { changed }, externalId);
-      }
-      await this.#applyMembers(writer, orgId, roomId, change);
-      return this.#groupOf(writer.trx, orgId, (await findRoom(writer.trx, orgId, roomId))!, true, at);
-    }, again);
+    return this.#write(
+      orgId,
+      actor,
+      async (writer) => {
+        const room = await this.#existing(writer.trx, orgId, roomId);
+        assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
+        const name = change.name === undefined ? room.name : nameOf({ name: change.name }, roomId);
+        const externalId = change.externalId === undefined ? (room.external_id ?? null) : change.externalId;
+        if (name !== room.name || externalId !== (room.external_id ?? null)) {
+          const changed = [...(name !== room.name ? ['name'] : []), ...(externalId !== (room.external_id ?? null) ? ['externalId'] : [])];
+          await writer.updateRoom(roomId, name, { changed }, externalId);
+        }
+        await this.#applyMembers(writer, orgId, roomId, change);
+        return this.#groupOf(writer.trx, orgId, (await findRoom(writer.trx, orgId, roomId))!, true, at);
+      },
+      again,
+    );
   }
 
   /** The member changes, each checked to be a user of the organization (400 `invalidValue` naming the first that is not: nothing changes). */

@@ -66,7 +66,11 @@ export class ScimUsers {
     this.#directory = directory;
   }
 
-  async list(orgId: string, request: { filter?: string | undefined; startIndex: number; count: number }, locationOf: (id: string) => string): Promise<ScimList<ScimUser>> {
+  async list(
+    orgId: string,
+    request: { filter?: string | undefined; startIndex: number; count: number },
+    locationOf: (id: string) => string,
+  ): Promise<ScimList<ScimUser>> {
     const query: ScimUserQuery = { orgId };
     for (const condition of request.filter === undefined ? [] : parseUserFilter(request.filter)) {
       if (condition.attribute === 'userName') (query.userNameLower ??= []).push(condition.value.toLowerCase());
@@ -94,7 +98,14 @@ export class ScimUsers {
     return scimUserOf(await asScim(() => this.#directory.createUser(orgId, user, actor)), locationOf);
   }
 
-  async replace(orgId: string, userId: string, body: Record<string, unknown>, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
+  async replace(
+    orgId: string,
+    userId: string,
+    body: Record<string, unknown>,
+    ifMatch: string | undefined,
+    actor: Actor,
+    locationOf: (id: string) => string,
+  ): Promise<ScimUser> {
     if (body['id'] !== undefined && body['id'] !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
     const current = await asScim(() => this.#directory.user(orgId, userId));
     const user = userFromScim(body, current.body.status);

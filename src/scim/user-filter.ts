@@ -46,7 +46,8 @@ function conditionsOf(node: Filter): UserCondition[] {
     const inner = node.valFilter;
     // emails[type eq "work"]: every user's one email is its work email.
     if (path === 'emails' && inner.op === 'eq' && inner.attrPath.toLowerCase() === 'type' && String(inner.compValue).toLowerCase() === 'work') return [];
-    if (path === 'emails' && inner.op === 'eq' && inner.attrPath.toLowerCase() === 'value' && typeof inner.compValue === 'string') return [{ attribute: 'email', value: inner.compValue }];
+    if (path === 'emails' && inner.op === 'eq' && inner.attrPath.toLowerCase() === 'value' && typeof inner.compValue === 'string')
+      return [{ attribute: 'email', value: inner.compValue }];
     throw unsupported(`${node.attrPath}[…]`);
   }
   if (node.op !== 'eq') throw unsupported(`the operator "${node.op}"`);
@@ -57,5 +58,9 @@ function conditionsOf(node: Filter): UserCondition[] {
 }
 
 function unsupported(what: string): ScimError {
-  return new ScimError(400, `The filter uses ${what}, which is not supported: use eq on userName, externalId, id, emails.value or displayName, joined by and.`, 'invalidFilter');
+  return new ScimError(
+    400,
+    `The filter uses ${what}, which is not supported: use eq on userName, externalId, id, emails.value or displayName, joined by and.`,
+    'invalidFilter',
+  );
 }

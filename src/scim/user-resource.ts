@@ -99,8 +99,29 @@ export function userFromScim(resource: Record<string, unknown>, currentStatus: U
 /** Attributes of RFC 7643's User that a write may name: kept ones, and the rest accepted and ignored. */
 const USER_ATTRIBUTES = new Set(
   [
-    'userName', 'name', 'displayName', 'nickName', 'profileUrl', 'title', 'userType', 'preferredLanguage', 'locale', 'timezone', 'active',
-    'password', 'emails', 'phoneNumbers', 'ims', 'photos', 'addresses', 'groups', 'entitlements', 'roles', 'x509Certificates', 'externalId', 'schemas',
+    'userName',
+    'name',
+    'displayName',
+    'nickName',
+    'profileUrl',
+    'title',
+    'userType',
+    'preferredLanguage',
+    'locale',
+    'timezone',
+    'active',
+    'password',
+    'emails',
+    'phoneNumbers',
+    'ims',
+    'photos',
+    'addresses',
+    'groups',
+    'entitlements',
+    'roles',
+    'x509Certificates',
+    'externalId',
+    'schemas',
   ].map((attribute) => attribute.toLowerCase()),
 );
 const READ_ONLY = new Set(['id', 'meta']);

@@ -25,7 +25,10 @@ import { writeSnapshot } from './snapshots.ts';
  * import is the longest (reading the index would add about 5.5 s to a million users' 35–45 s, on
  * PostgreSQL 12 s in the transaction). A server reads that index whole once, and keeps a copy.
  */
-export function importOptionsFor(config: Pick<Config, 'searchCopiesDir' | 'search'>, warn: (message: string) => void = () => undefined): Pick<ImportOptions, 'beforeCommit'> {
+export function importOptionsFor(
+  config: Pick<Config, 'searchCopiesDir' | 'search'>,
+  warn: (message: string) => void = () => undefined,
+): Pick<ImportOptions, 'beforeCommit'> {
   if (config.search.memoryBytes === 0) return {};
   const directory = config.searchCopiesDir;
   const range = { minUsers: config.search.minUsers, maxUsers: maxIndexedUsers(config.search) };
@@ -42,7 +45,9 @@ export function importOptionsFor(config: Pick<Config, 'searchCopiesDir' | 'searc
         } catch (error) {
           await sql`rollback to savepoint search_index_copy`.execute(trx);
           await sql`release savepoint search_index_copy`.execute(trx);
-          warn(`left no copy of the search index of organization "${organization.id}" (${error instanceof Error ? error.message : String(error)}); servers holding it will read it whole`);
+          warn(
+            `left no copy of the search index of organization "${organization.id}" (${error instanceof Error ? error.message : String(error)}); servers holding it will read it whole`,
+          );
         }
       }
     },
@@ -50,7 +55,13 @@ export function importOptionsFor(config: Pick<Config, 'searchCopiesDir' | 'searc
 }
 
 /** Writes the organization's copy if it is of a size that gets an index and more of its users changed than a server lays over. */
-async function writeCopy(trx: Transaction<Database>, orgId: string, stamp: string, directory: string, range: { minUsers: number; maxUsers: number }): Promise<void> {
+async function writeCopy(
+  trx: Transaction<Database>,
+  orgId: string,
+  stamp: string,
+  directory: string,
+  range: { minUsers: number; maxUsers: number },
+): Promise<void> {
   const size = await findOrganizationSize(trx, orgId);
   if (size === undefined || size.users < range.minUsers || size.users > range.maxUsers) return;
   if ((await readChangedUsers(trx, orgId, size.version - 1, IMPORT_COPY_AFTER + 1)).length <= IMPORT_COPY_AFTER) return;

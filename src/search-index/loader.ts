@@ -100,14 +100,14 @@ async function readOrganization(
 /** The organization's index, read in pieces; `size` is its version and users as the same snapshot sees them. */
 export async function readIndexParts(db: Kysely<Database>, orgId: string, size: { version: number; users: number }): Promise<SearchIndexParts> {
   const builder = new SearchIndexBuilder(size.version, size.users);
-  for (let after = -1; ; ) {
+  for (let after = -1; ;) {
     const users = await readIndexedUsers(db, orgId, after, PIECE);
     builder.addUsers(users);
     if (users.length < PIECE) break;
     after = users.at(-1)!.seq;
   }
   for (const field of SORT_FIELDS) {
-    for (let after: SortPosition | undefined; ; ) {
+    for (let after: SortPosition | undefined; ;) {
       const read = await readSortOrder(db, orgId, field, after, PIECE);
       builder.addOrder(field, read.seqs);
       if (read.seqs.length < PIECE) break;
@@ -131,7 +131,7 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {
   if ((await findDirectoryVersion(db, job.orgId)) !== job.version) return { kind: 'stale' };
   const seqs: number[] = [];
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const read = await readRoomMemberSeqs(db, job.orgId, job.roomId, after, PIECE);
     seqs.push(...read.seqs);
     if (read.seqs.length < PIECE) break;

@@ -7,7 +7,6 @@ import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } 
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { readLoadJob, type LoadJob, type LoadResult, type RunningLoad } from './loader.ts';
 
-
 /** Where log lines go (the app's logger). */
 export interface SearchIndexLog {
   info(details: object, message: string): void;
@@ -502,7 +501,9 @@ export class SearchIndexes {
     // seconds to read a million users. Never in place of a whole read asked for.
     const kept = whole ? undefined : await this.#reads.snapshotOf(orgId, size.version, held?.index.version ?? -1);
     const result: LoadResult =
-      kept !== undefined ? { kind: 'index', parts: kept, fromSnapshot: true } : await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
+      kept !== undefined
+        ? { kind: 'index', parts: kept, fromSnapshot: true }
+        : await this.#run({ kind: 'organization', orgId, minUsers: this.#policy.minUsers, maxUsers });
     if (this.#closed) return;
     // What is held is of an older version (or the same, read again): never to be used again. At the
     // same version its rooms' members stand as they are (users are numbered in seq order either way).
@@ -604,7 +605,15 @@ export class SearchIndexes {
     }
     this.#hold(orgId, { index, rooms, log: logWith(held.log ?? [], update) });
     this.#log.info(
-      { organization: orgId, users: index.users, version: index.version, changed: result.changed.length, laidOver: index.changesLaidOver, compacted: index !== laid, ms: Math.round(performance.now() - started) },
+      {
+        organization: orgId,
+        users: index.users,
+        version: index.version,
+        changed: result.changed.length,
+        laidOver: index.changesLaidOver,
+        compacted: index !== laid,
+        ms: Math.round(performance.now() - started),
+      },
       'search index: updated with what changed',
     );
     return true;
@@ -661,7 +670,10 @@ export class SearchIndexes {
     for (const [other, ready] of victims) {
       this.#ready.delete(other);
       remember(this.#dropped, other, { version: ready.index.version, bytes: bytesHeld(ready) });
-      this.#log.info({ organization: other, version: ready.index.version }, 'search index: dropped to make room; lookups use the database until there is room again or its directory changes');
+      this.#log.info(
+        { organization: other, version: ready.index.version },
+        'search index: dropped to make room; lookups use the database until there is room again or its directory changes',
+      );
     }
     return true;
   }

@@ -64,7 +64,14 @@ export async function writeSnapshot(directory: string, orgId: string, state: Dir
   await mkdir(directory, { recursive: true });
   const file = fileOf(directory, orgId);
   await removeAbandoned(directory, path.basename(file));
-  const header: Header = { orgId, version: state.version, stamp: state.stamp, users: parts.seqs.length, keyBytes: parts.keys.byteLength, endianness: endianness() };
+  const header: Header = {
+    orgId,
+    version: state.version,
+    stamp: state.stamp,
+    users: parts.seqs.length,
+    keyBytes: parts.keys.byteLength,
+    endianness: endianness(),
+  };
   const headerBytes = Buffer.from(JSON.stringify(header));
   const prefix = Buffer.alloc(PREFIX_BYTES);
   MAGIC.copy(prefix, 0);
@@ -108,7 +115,11 @@ export async function isListed(db: Kysely<Database>, orgId: string, state: Direc
  * and it is whole (its size and checksum hold); otherwise undefined, whatever
  * the file holds. Its parts are of the copy's version.
  */
-export async function readSnapshot(directory: string, orgId: string, isListed: (state: DirectoryState) => Promise<boolean>): Promise<SearchIndexParts | undefined> {
+export async function readSnapshot(
+  directory: string,
+  orgId: string,
+  isListed: (state: DirectoryState) => Promise<boolean>,
+): Promise<SearchIndexParts | undefined> {
   return withCopy(directory, orgId, async (handle, { prefix, headerBytes, header }) => {
     if (!(await isListed({ version: header.version, stamp: header.stamp }))) return undefined;
     const parts = emptyParts(header.version, header.users, header.keyBytes);
@@ -174,7 +185,7 @@ async function withCopy<T>(directory: string, orgId: string, use: (handle: FileH
 
 /** Fills `bytes` from the file at `at` (a read may give fewer bytes than asked); false at the end of the file. */
 async function readFully(handle: FileHandle, bytes: Uint8Array, at: number): Promise<boolean> {
-  for (let done = 0; done < bytes.byteLength; ) {
+  for (let done = 0; done < bytes.byteLength;) {
     const { bytesRead } = await handle.read(bytes, done, bytes.byteLength - done, at + done);
     if (bytesRead === 0) return false;
     done += bytesRead;
@@ -199,7 +210,10 @@ async function removeAbandoned(directory: string, name: string): Promise<void> {
   for (const entry of await readdir(directory).catch(() => [])) {
     if (!entry.startsWith(`${name}.`) || !entry.endsWith('.tmp')) continue;
     const file = path.join(directory, entry);
-    const modified = await stat(file).then((info) => info.mtimeMs, () => undefined);
+    const modified = await stat(file).then(
+      (info) => info.mtimeMs,
+      () => undefined,
+    );
     if (modified !== undefined && Date.now() - modified > ABANDONED_MS) await rm(file, { force: true });
   }
 }

@@ -152,7 +152,14 @@ export class DocumentService {
           await insertDocument(trx, row);
           const actor = request.actor ?? { actor: request.username };
           await insertAuditEvents(trx, [
-            auditEvent(request.orgId, actor, row.created_at, 'document.uploaded', { type: 'document', id: row.id }, { roomId: request.roomId, name: row.name, mediaType, sizeBytes: row.size_bytes, sha256: row.sha256 }),
+            auditEvent(
+              request.orgId,
+              actor,
+              row.created_at,
+              'document.uploaded',
+              { type: 'document', id: row.id },
+              { roomId: request.roomId, name: row.name, mediaType, sizeBytes: row.size_bytes, sha256: row.sha256 },
+            ),
           ]);
           if (idempotency !== undefined) {
             const record = { requestSha256: idempotency.requestSha256, documentId: row.id, thumbnail };
@@ -204,7 +211,9 @@ export class DocumentService {
         await lockBlob(trx, row.sha256, this.#dialect);
         const sha256 = await deleteDocument(trx, orgId, roomId, id);
         if (sha256 === undefined) throw notFound(id);
-        await insertAuditEvents(trx, [auditEvent(orgId, actor, new Date().toISOString(), 'document.deleted', { type: 'document', id }, { roomId, name: row.name, sha256 })]);
+        await insertAuditEvents(trx, [
+          auditEvent(orgId, actor, new Date().toISOString(), 'document.deleted', { type: 'document', id }, { roomId, name: row.name, sha256 }),
+        ]);
         return !(await blobInUse(trx, sha256));
       });
       if (unused) await this.#blobs.delete(row.sha256);

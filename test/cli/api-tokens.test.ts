@@ -26,7 +26,10 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
       sql`SELECT actor, target_id, org_id, details FROM audit_events WHERE action = ${action} ORDER BY seq`,
     );
   const call = (server: number, token: string, route: string, init: RequestInit = {}) =>
-    fetch(`${servers[server]!.url}${route}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) } });
+    fetch(`${servers[server]!.url}${route}`, {
+      ...init,
+      headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) },
+    });
 
   before(async () => {
     workspace = await cliWorkspace();
@@ -35,7 +38,9 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
     assert.equal((await runCli(['import', file], env())).code, 0);
     const serverEnv = { ...env(), SIGNROOM_LOG_LEVEL: 'warn' };
     servers = await Promise.all(
-      [0, 1].map(async () => startServer({ ...serverEnv, SIGNROOM_DATA_DIR: TEST_DIALECT === 'sqlite' ? workspace.dataDir : freshDataDir(), PORT: String(await freePort()) })),
+      [0, 1].map(async () =>
+        startServer({ ...serverEnv, SIGNROOM_DATA_DIR: TEST_DIALECT === 'sqlite' ? workspace.dataDir : freshDataDir(), PORT: String(await freePort()) }),
+      ),
     );
   });
   after(async () => {
@@ -56,7 +61,10 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
     assert.equal(rows[0]!['secret_hash'], createHash('sha256').update(token).digest('hex'));
     assert.ok(!JSON.stringify(rows).includes(token.slice(4)), 'the secret is not stored');
     const [event] = await events('token.created');
-    assert.deepEqual({ ...event, details: JSON.parse(event!.details) }, { actor: 'cli', target_id: rows[0]!['id'], org_id: 'acme', details: { name: 'Entra ID' } });
+    assert.deepEqual(
+      { ...event, details: JSON.parse(event!.details) },
+      { actor: 'cli', target_id: rows[0]!['id'], org_id: 'acme', details: { name: 'Entra ID' } },
+    );
   });
 
   it('prints the token with its details as JSON, and lists tokens without their secrets', async () => {
@@ -68,10 +76,19 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
     assert.equal(token['organizationId'], 'other');
     assert.equal(token['lastUsedAt'], null);
     const all = JSON.parse((await runCli(['token', 'list', '--json'], env())).stdout) as Record<string, unknown>[];
-    assert.deepEqual(all.map((listed) => [listed['organizationId'], listed['name']]), [['acme', 'Entra ID'], ['other', '']]);
+    assert.deepEqual(
+      all.map((listed) => [listed['organizationId'], listed['name']]),
+      [
+        ['acme', 'Entra ID'],
+        ['other', ''],
+      ],
+    );
     for (const listed of all) assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'organizationId']);
     const ofOther = JSON.parse((await runCli(['token', 'list', 'other', '--json'], env())).stdout) as Record<string, unknown>[];
-    assert.deepEqual(ofOther.map((listed) => listed['id']), [token['id']]);
+    assert.deepEqual(
+      ofOther.map((listed) => listed['id']),
+      [token['id']],
+    );
     assert.equal((await events('token.created')).at(-1)?.actor, 'ops-alice');
   });
 
@@ -99,9 +116,17 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
     const elsewhere = await call(0, created.token, LOOKUP('other', 'lobby'));
     assert.equal(elsewhere.status, 403);
     assert.equal(((await elsewhere.json()) as { code: string }).code, 'forbidden');
-    const newOrganization = await call(0, created.token, '/admin/api/v3/organizations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'neworg', name: 'New' }) });
+    const newOrganization = await call(0, created.token, '/admin/api/v3/organizations', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'neworg', name: 'New' }),
+    });
     assert.equal(newOrganization.status, 403, 'a token never acts beyond its organization');
-    const added = await call(1, created.token, '/admin/api/v3/organizations/acme/users', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'tok1', email: 'tok1@acme.example' }) });
+    const added = await call(1, created.token, '/admin/api/v3/organizations/acme/users', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'tok1', email: 'tok1@acme.example' }),
+    });
     assert.equal(added.status, 201, await added.clone().text());
     const [event] = (await events('user.created')).filter((recorded) => recorded.target_id === 'tok1');
     assert.equal(event?.actor, `token:${created.id}`);

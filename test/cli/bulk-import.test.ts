@@ -189,7 +189,15 @@ describe('a bulk import that rebuilds the indexes', () => {
     const own = await cliWorkspace();
     try {
       const organizations = [0, 1].map((index) => ({
-        ...sampleOrganization({ orgId: `first${index}`, users: 5_000, externalShare: 0, pendingShare: 0, rooms: [], externalSignatories: false, seed: 40 + index }),
+        ...sampleOrganization({
+          orgId: `first${index}`,
+          users: 5_000,
+          externalShare: 0,
+          pendingShare: 0,
+          rooms: [],
+          externalSignatories: false,
+          seed: 40 + index,
+        }),
         rooms: [{ id: 'room', name: 'Room', members: ['u1', 'ghost', 'u2'] }],
       }));
       const refused = await runCli(['import', write('unknown-member.json', { organizations })], own.env);
@@ -208,12 +216,21 @@ describe('a bulk import that rebuilds the indexes', () => {
   it('refuses a bulk load of one organization naming an unknown member, and stores nothing; stores the members of a good one', async () => {
     const own = await cliWorkspace();
     try {
-      const users = sampleOrganization({ orgId: 'one', users: USERS, externalShare: 0, pendingShare: 0, rooms: [], externalSignatories: false, seed: 42 }).users;
+      const users = sampleOrganization({
+        orgId: 'one',
+        users: USERS,
+        externalShare: 0,
+        pendingShare: 0,
+        rooms: [],
+        externalSignatories: false,
+        seed: 42,
+      }).users;
       const withRoom = (members: string[]) => ({ organizations: [{ id: 'one', name: 'One', users, rooms: [{ id: 'room', members }] }] });
       const refused = await runCli(['import', write('one-unknown.json', withRoom(['u1', 'ghost', 'u2']))], own.env);
       assert.notEqual(refused.code, 0);
       assert.match(refused.stderr, /^\$\.organizations\[0\]\.rooms\[0\]\.members\[1\]: unknown user id "ghost" in organization "one"$/m);
-      const count = async (table: 'users' | 'room_members') => Number((await own.sql<{ n: number | string }>(sql`SELECT count(*) AS n FROM ${sql.table(table)}`))[0]!.n);
+      const count = async (table: 'users' | 'room_members') =>
+        Number((await own.sql<{ n: number | string }>(sql`SELECT count(*) AS n FROM ${sql.table(table)}`))[0]!.n);
       assert.deepEqual([await count('users'), await count('room_members')], [0, 0]);
 
       const imported = await runCli(['import', write('one.json', withRoom(['u1', 'u2', `u${USERS - 1}`]))], own.env);

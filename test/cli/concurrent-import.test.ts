@@ -18,13 +18,24 @@ describe('an import while lookups run', () => {
     return file;
   };
   const organization = (users: number) => ({
-    ...sampleOrganization({ orgId: 'big', users, externalShare: 0, pendingShare: 0.15, rooms: [{ id: 'room', members: 10 }], externalSignatories: false, seed: 3 }),
+    ...sampleOrganization({
+      orgId: 'big',
+      users,
+      externalShare: 0,
+      pendingShare: 0.15,
+      rooms: [{ id: 'room', members: 10 }],
+      externalSignatories: false,
+      seed: 3,
+    }),
   });
 
   before(async () => {
     workspace = await cliWorkspace();
     const first = await runCli(
-      ['import', write('first.json', { organizations: [organization(10)], credentials: [{ username: 'root', password: 'root-password', organizations: '*' }] })],
+      [
+        'import',
+        write('first.json', { organizations: [organization(10)], credentials: [{ username: 'root', password: 'root-password', organizations: '*' }] }),
+      ],
       workspace.env,
     );
     assert.equal(first.code, 0, first.stderr);

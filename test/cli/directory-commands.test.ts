@@ -26,14 +26,22 @@ describe('bin/signroom user and room commands', () => {
   it('records the import as one event per organization, with counts, by "cli"', async () => {
     const imported = (await events()).filter((event) => event.action === 'directory.imported');
     assert.deepEqual(
-      imported.map((event) => ({ org: event.org_id, actor: event.actor, counts: JSON.parse(event.details) as Record<string, unknown> })).map(({ org, actor, counts }) => ({ org, actor, users: counts['users'], rooms: counts['rooms'], members: counts['members'] })),
+      imported
+        .map((event) => ({ org: event.org_id, actor: event.actor, counts: JSON.parse(event.details) as Record<string, unknown> }))
+        .map(({ org, actor, counts }) => ({ org, actor, users: counts['users'], rooms: counts['rooms'], members: counts['members'] })),
       [
         { org: 'acme', actor: 'cli', users: 4, rooms: 2, members: 1 },
         { org: 'other', actor: 'cli', users: 1, rooms: 1, members: 1 },
       ],
     );
     const credentials = (await events()).filter((event) => event.action === 'credential.changed');
-    assert.deepEqual(credentials.map((event) => [event.target_id, event.org_id]), [['acme-admin', 'acme'], ['root', null]]);
+    assert.deepEqual(
+      credentials.map((event) => [event.target_id, event.org_id]),
+      [
+        ['acme-admin', 'acme'],
+        ['root', null],
+      ],
+    );
   });
 
   it('adds, suspends and deletes a user, and changes a room, each through the writer and audited', async () => {
@@ -69,7 +77,7 @@ describe('bin/signroom user and room commands', () => {
     assert.match(imported.stderr, /members\[1\]: unknown user id "gone1"/);
   });
 
-  it('refuses bad input with the API\'s problem, exit 1, and changes nothing', async () => {
+  it("refuses bad input with the API's problem, exit 1, and changes nothing", async () => {
     const before = (await events()).length;
     const badRoom = await runCli(['room', 'add', 'acme', 'a b/c'], env());
     assert.equal(badRoom.code, 1);

@@ -58,7 +58,9 @@ describe('bin/signroom import', () => {
     [
       'duplicate emails ignoring case',
       { organizations: [{ ...ACME, users: [...ACME.users, { id: 'u9', email: 'ANNA@acme.example' }] }] },
-      [/^\$\.organizations\[0\]\.users\[4\]\.email: duplicate email "ANNA@acme.example", ignoring case \(also at \$\.organizations\[0\]\.users\[0\]\.email\)$/m],
+      [
+        /^\$\.organizations\[0\]\.users\[4\]\.email: duplicate email "ANNA@acme.example", ignoring case \(also at \$\.organizations\[0\]\.users\[0\]\.email\)$/m,
+      ],
     ],
     [
       'unknown member ids',
@@ -103,7 +105,10 @@ describe('bin/signroom import', () => {
             id: 'acme',
             name: 'Acme \ud800',
             users: [{ id: 'u1', email: 'anna@acme.example', external: 'INFINITY' }],
-            rooms: [{ id: 'r', name: 'R\udc00' }, { id: 's', name: 'Tab\there' }],
+            rooms: [
+              { id: 'r', name: 'R\udc00' },
+              { id: 's', name: 'Tab\there' },
+            ],
           },
         ],
         credentials: [{ username: 'ad\ud800min', password: 'pass\udfffword', organizations: '*' }],
@@ -170,12 +175,17 @@ describe('bin/signroom import', () => {
     };
     const result = await runCli(['import', write('swap.json', swapped)], env());
     assert.equal(result.code, 0, result.stderr);
-    const emails = (await snapshot())[1]!.filter((row) => (row as { org_id: string }).org_id === 'acme').map((row) => `${(row as { id: string }).id}=${(row as { email: string }).email}`);
+    const emails = (await snapshot())[1]!
+      .filter((row) => (row as { org_id: string }).org_id === 'acme')
+      .map((row) => `${(row as { id: string }).id}=${(row as { email: string }).email}`);
     assert.ok(emails.includes('u1=zoe@acme.example') && emails.includes('u4=anna@acme.example'), emails.join());
   });
 
   it('keeps stored members and settings that a file leaves out', async () => {
-    const result = await runCli(['import', write('partial.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'board', name: 'Board' }] }] })], env());
+    const result = await runCli(
+      ['import', write('partial.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'board', name: 'Board' }] }] })],
+      env(),
+    );
     assert.equal(result.code, 0, result.stderr);
     const [organizations, , , members] = await snapshot();
     assert.equal((organizations!.find((row) => (row as { id: string }).id === 'acme') as { external_signatories: number }).external_signatories, 1);
@@ -186,7 +196,10 @@ describe('bin/signroom import', () => {
   });
 
   it('accepts members imported by an earlier file', async () => {
-    const result = await runCli(['import', write('members.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'late', members: ['u2', 'u3'] }] }] })], env());
+    const result = await runCli(
+      ['import', write('members.json', { organizations: [{ id: 'acme', name: 'Acme AG', rooms: [{ id: 'late', members: ['u2', 'u3'] }] }] })],
+      env(),
+    );
     assert.equal(result.code, 0, result.stderr);
   });
 
@@ -204,12 +217,23 @@ describe('bin/signroom import', () => {
     const result = await runCli(['import', write('order.json', text)], env());
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /imported 1 organization\(s\), 2 user\(s\), 1 room\(s\) with 3 member\(s\)/);
-    const members = await workspace.sql<{ user_id: string }>(sql`SELECT user_id FROM room_members WHERE org_id = 'acme' AND room_id = 'order' ORDER BY user_id`);
-    assert.deepEqual(members.map((row) => row.user_id), ['n1', 'n2', 'u1']);
+    const members = await workspace.sql<{ user_id: string }>(
+      sql`SELECT user_id FROM room_members WHERE org_id = 'acme' AND room_id = 'order' ORDER BY user_id`,
+    );
+    assert.deepEqual(
+      members.map((row) => row.user_id),
+      ['n1', 'n2', 'u1'],
+    );
     const users = await workspace.sql<{ id: string; firstname: string | null; lastname: string | null }>(
       sql`SELECT id, firstname, lastname FROM users WHERE org_id = 'acme' AND id IN ('n1', 'n2') ORDER BY id`,
     );
-    assert.deepEqual(users.map((row) => ({ ...row })), [{ id: 'n1', firstname: null, lastname: 'First' }, { id: 'n2', firstname: 'Second', lastname: null }]);
+    assert.deepEqual(
+      users.map((row) => ({ ...row })),
+      [
+        { id: 'n1', firstname: null, lastname: 'First' },
+        { id: 'n2', firstname: 'Second', lastname: null },
+      ],
+    );
   });
 
   it('keeps the search index in step with re-imported users', async () => {
@@ -222,7 +246,10 @@ describe('bin/signroom import', () => {
           )
         : // Forced through the trigram index, which must agree with the users table.
           await workspace.sql<{ id: string }>(sql`SET enable_seqscan = off`, sql`SELECT id FROM users WHERE search_key LIKE '%zoe@%' ORDER BY id`);
-    assert.deepEqual(hits.map((row) => row.id), ['u1']);
+    assert.deepEqual(
+      hits.map((row) => row.id),
+      ['u1'],
+    );
   });
 
   it('leaves a copy of the search index of a large organization it changes much, where SIGNROOM_SEARCH_COPIES_DIR says', async () => {
@@ -256,7 +283,10 @@ describe('bin/signroom import', () => {
     assert.equal(fromStdin.code, 0, fromStdin.stderr);
     const revoke = await runCli(['credential', 'revoke', 'alice'], env());
     assert.equal(revoke.code, 0);
-    assert.equal((await snapshot())[4]!.some((row) => (row as { username: string }).username === 'alice'), false);
+    assert.equal(
+      (await snapshot())[4]!.some((row) => (row as { username: string }).username === 'alice'),
+      false,
+    );
     assert.equal((await runCli(['credential', 'revoke', 'alice'], env())).code, 1);
     assert.equal((await runCli(['credential', 'set', 'x:y', 'acme'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 1);
     assert.equal((await runCli(['credential', 'set', 'carol', 'bad org!'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 2);
@@ -270,7 +300,10 @@ describe('bin/signroom import', () => {
     const printed = JSON.parse(stored.stdout) as { id: string; pageCount: number; thumbnail: string };
     assert.deepEqual({ pageCount: printed.pageCount, thumbnail: printed.thumbnail }, { pageCount: 1, thumbnail: 'rendered' });
     const rows = await workspace.sql<{ name: string; uploaded_by: string }>(sql`SELECT name, uploaded_by FROM documents WHERE id = ${printed.id}`);
-    assert.deepEqual(rows.map((row) => ({ ...row })), [{ name: 'hello.pdf', uploaded_by: 'cli' }]);
+    assert.deepEqual(
+      rows.map((row) => ({ ...row })),
+      [{ name: 'hello.pdf', uploaded_by: 'cli' }],
+    );
     const text = await runCli(['upload', 'acme', 'board', path.join(dataDir, 'directory.json')], env());
     assert.equal(text.code, 1);
     assert.match(text.stderr, /^unsupported-media-type: /m);

@@ -65,12 +65,20 @@ describe(`read your writes across two servers on one ${TEST_DIALECT} database`, 
       const id = `ryw-${round}`;
       const email = `ryw.${round}@acme.example`;
       await write(writer, 'POST', '/users', { id, firstname: 'Rita', lastname: `Round${round}`, email });
-      assert.deepEqual((await lookup(reader, `searchQuery=${email}`)).content.map((s) => s.email), [email], `round ${round}: created`);
+      assert.deepEqual(
+        (await lookup(reader, `searchQuery=${email}`)).content.map((s) => s.email),
+        [email],
+        `round ${round}: created`,
+      );
       await write(reader, 'PATCH', `/users/${id}`, { lastname: `Renamed${round}` });
       assert.equal((await lookup(writer, `searchQuery=renamed${round}`)).totalElements, 1, `round ${round}: renamed`);
       assert.equal((await lookup(writer, `searchQuery=round${round}`)).totalElements, 0, `round ${round}: old name gone`);
       await write(writer, 'PUT', `/rooms/board/members/${id}`);
-      assert.deepEqual((await lookup(reader, `searchQuery=${email}&purpose=SIGNING_REQUEST_SIGNATORY`)).content.map((s) => s.roomMember), [true], `round ${round}: member`);
+      assert.deepEqual(
+        (await lookup(reader, `searchQuery=${email}&purpose=SIGNING_REQUEST_SIGNATORY`)).content.map((s) => s.roomMember),
+        [true],
+        `round ${round}: member`,
+      );
       await write(reader, 'PATCH', `/users/${id}`, { status: 'suspended' });
       assert.equal((await lookup(writer, `searchQuery=${email}`)).totalElements, 0, `round ${round}: suspended`);
       await write(writer, 'PATCH', `/users/${id}`, { status: 'active' });

@@ -44,7 +44,11 @@ describe('bin/signroom serve and configuration', () => {
     assert.equal(((await response.json()) as { numberOfElements: number }).numberOfElements, 5);
     const [code] = await once(server.child, 'exit');
     assert.equal(code, 0, server.output());
-    const logLines = server.output().trim().split('\n').map((line) => JSON.parse(line) as { reqId?: string; msg: string });
+    const logLines = server
+      .output()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { reqId?: string; msg: string });
     assert.ok(logLines.some((line) => line.msg === 'request completed' && typeof line.reqId === 'string'));
     assert.ok(logLines.some((line) => /shutting down/.test(line.msg)));
   });

@@ -59,12 +59,18 @@ async function signIn(page: Page, username = 'acme-admin', password = ACME_PASSW
 async function openConsole(viewport?: { width: number; height: number }) {
   const opened = await openPage(browser, url, viewport);
   await signIn(opened.page);
-  await opened.page.getByRole('status').filter({ hasText: /signator/ }).waitFor();
+  await opened.page
+    .getByRole('status')
+    .filter({ hasText: /signator/ })
+    .waitFor();
   return opened;
 }
 
 async function expectStatus(page: Page, text: string): Promise<void> {
-  await page.getByRole('status').filter({ hasText: new RegExp(`^${text}$`) }).waitFor({ timeout: 5_000 });
+  await page
+    .getByRole('status')
+    .filter({ hasText: new RegExp(`^${text}$`) })
+    .waitFor({ timeout: 5_000 });
 }
 
 async function noSeriousViolations(page: Page, view: string): Promise<void> {
@@ -78,7 +84,11 @@ function names(page: Page): Promise<string[]> {
 /** Waits until the table's first column reads `expected` (answers arrive after the header changes). */
 async function expectNames(page: Page, expected: string[]): Promise<void> {
   try {
-    await page.waitForFunction((want) => JSON.stringify([...document.querySelectorAll('tbody tr td:first-child')].map((cell) => cell.textContent)) === want, JSON.stringify(expected), { timeout: 5_000 });
+    await page.waitForFunction(
+      (want) => JSON.stringify([...document.querySelectorAll('tbody tr td:first-child')].map((cell) => cell.textContent)) === want,
+      JSON.stringify(expected),
+      { timeout: 5_000 },
+    );
   } finally {
     assert.deepEqual(await names(page), expected);
   }
@@ -144,7 +154,10 @@ describe('admin console', () => {
     const opened = await openPage(browser, url);
     const { page } = opened;
     await signIn(page, 'temp-admin', 'temp-password');
-    await page.getByRole('status').filter({ hasText: /signatories$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /signatories$/ })
+      .waitFor();
     await t.sql(sql`DELETE FROM credentials WHERE username = 'temp-admin'`);
     await page.getByRole('searchbox', { name: 'Search signatories' }).fill('anna');
     await page.getByRole('alert').filter({ hasText: 'Your sign-in is no longer valid' }).waitFor();
@@ -189,7 +202,10 @@ describe('admin console', () => {
   it('sorts by the Name and Email headers, ascending first and reversed on the second activation, and pages', async () => {
     const { page } = await openConsole();
     const api = async (query: Record<string, string>) => {
-      const response = await t.app.inject({ url: `${LOOKUP('acme', 'board')}?${new URLSearchParams({ size: '20', ...query })}`, headers: { authorization: ADMIN } });
+      const response = await t.app.inject({
+        url: `${LOOKUP('acme', 'board')}?${new URLSearchParams({ size: '20', ...query })}`,
+        headers: { authorization: ADMIN },
+      });
       return (response.json().content as { displayName: string }[]).map((signatory) => signatory.displayName);
     };
     const nameHeader = page.getByRole('columnheader', { name: 'Name' });
@@ -222,12 +238,18 @@ describe('admin console', () => {
 
   it('uploads a PDF with the file picker and a PNG by drag and drop, and shows each with its thumbnail named by the document', async () => {
     const { page, scriptErrors } = await openConsole();
-    await page.getByLabel('Upload document').setInputFiles({ name: 'Contract draft.pdf', mimeType: 'application/pdf', buffer: makePdf([{ width: 300, height: 400, content: 'BT /F1 24 Tf 40 300 Td (Contract) Tj ET' }]) });
+    await page.getByLabel('Upload document').setInputFiles({
+      name: 'Contract draft.pdf',
+      mimeType: 'application/pdf',
+      buffer: makePdf([{ width: 300, height: 400, content: 'BT /F1 24 Tf 40 300 Td (Contract) Tj ET' }]),
+    });
     const thumbnail = page.getByRole('img', { name: 'Contract draft.pdf' });
     await thumbnail.waitFor();
     await page.waitForFunction(() => [...document.images].some((image) => image.alt === 'Contract draft.pdf' && image.complete && image.naturalWidth > 0));
 
-    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#336699' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#336699' } })
+      .png()
+      .toBuffer();
     const dropped = await page.evaluateHandle((base64) => {
       const bytes = Uint8Array.from(atob(base64), (char) => char.charCodeAt(0));
       const transfer = new DataTransfer();
@@ -269,7 +291,11 @@ describe('admin console', () => {
     assert.match((await alert.textContent()) ?? '', /protected by a password/);
 
     // Still usable: a valid document goes through after all that.
-    await input.setInputFiles({ name: 'After errors.pdf', mimeType: 'application/pdf', buffer: makePdf([{ width: 300, height: 400, content: '0 0 0 rg 20 20 100 100 re f' }]) });
+    await input.setInputFiles({
+      name: 'After errors.pdf',
+      mimeType: 'application/pdf',
+      buffer: makePdf([{ width: 300, height: 400, content: '0 0 0 rg 20 20 100 100 re f' }]),
+    });
     await page.getByRole('img', { name: 'After errors.pdf' }).waitFor();
     assert.equal(await alert.count(), 0);
     assert.deepEqual(scriptErrors, []);
@@ -290,7 +316,9 @@ describe('admin console', () => {
     await page.getByRole('button', { name: 'Save user' }).click();
     await page.getByText('Added Carla Console.').waitFor();
     const users = async (search: string) =>
-      (await t.app.inject({ url: `/admin/api/v3/organizations/acme/users?searchQuery=${encodeURIComponent(search)}`, headers: { authorization: ADMIN } })).json().content as { id: string; firstname: string; status: string }[];
+      (
+        await t.app.inject({ url: `/admin/api/v3/organizations/acme/users?searchQuery=${encodeURIComponent(search)}`, headers: { authorization: ADMIN } })
+      ).json().content as { id: string; firstname: string; status: string }[];
     const [carla] = await users('carla@acme.example');
     assert.equal(carla?.firstname, 'Carla');
 
@@ -318,7 +346,11 @@ describe('admin console', () => {
     await page.getByRole('button', { name: 'Add member' }).click();
     await page.getByText('Added Carlotta Console to “Supervisory board”.').waitFor();
     const members = async () =>
-      ((await t.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/supervisory/members', headers: { authorization: ADMIN } })).json().content as { id: string }[]).map((user) => user.id);
+      (
+        (await t.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/supervisory/members', headers: { authorization: ADMIN } })).json().content as {
+          id: string;
+        }[]
+      ).map((user) => user.id);
     assert.deepEqual(await members(), [carla?.id]);
     await page.getByRole('textbox', { name: 'New member' }).fill('no-such-person@acme.example');
     await page.getByRole('button', { name: 'Add member' }).click();
@@ -375,7 +407,10 @@ describe('admin console', () => {
     await page.keyboard.press('Tab');
     await page.keyboard.type(ACME_PASSWORD);
     await page.keyboard.press('Enter');
-    await page.getByRole('status').filter({ hasText: /signatories$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /signatories$/ })
+      .waitFor();
     await page.getByRole('searchbox', { name: 'Search signatories' }).focus();
     await page.keyboard.type('anna');
     await expectStatus(page, `${await lookupTotal({ searchQuery: 'anna' })} signator(y|ies)`);

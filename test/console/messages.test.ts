@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { ApiError, basicAuthorization } from '../../console/src/api.ts';
 import { countText, messageFor } from '../../console/src/messages.ts';
 
-const error = (status: number, code?: string, extra: Record<string, unknown> = {}, retryAfter?: number) => new ApiError({ status, ...(code !== undefined ? { code } : {}), ...extra }, retryAfter);
+const error = (status: number, code?: string, extra: Record<string, unknown> = {}, retryAfter?: number) =>
+  new ApiError({ status, ...(code !== undefined ? { code } : {}), ...extra }, retryAfter);
 
 describe('console messages', () => {
   it('turns every API error a person can meet into a sentence without JSON or a bare status', () => {
@@ -20,7 +21,11 @@ describe('console messages', () => {
       [error(422, 'document-unreadable', { detail: 'No PDF header found.' }), 'upload', /^This file cannot be opened as a document \(no PDF header found\)\.$/],
       [error(429, 'too-many-requests', {}, 30), 'sign-in', /Try again in 30 seconds\.$/],
       [error(429, 'too-many-requests', {}, 1), 'sign-in', /Try again in 1 second\.$/],
-      [error(400, 'invalid-parameter', { errors: [{ parameter: 'email', message: 'must be an email address' }] }), 'save', /^Please check: email: must be an email address\.$/],
+      [
+        error(400, 'invalid-parameter', { errors: [{ parameter: 'email', message: 'must be an email address' }] }),
+        'save',
+        /^Please check: email: must be an email address\.$/,
+      ],
       [error(0), 'load', /cannot be reached/],
       [error(500, 'internal-error', { detail: 'stack trace' }), 'load', /^The server had a problem/],
     ];
@@ -38,6 +43,9 @@ describe('console messages', () => {
   });
 
   it('sends the credential as RFC 7617 Basic in UTF-8, a colon in the password included', () => {
-    assert.equal(basicAuthorization({ username: 'acme-admin', password: 'pä:ss:wörd-🔑' }), `Basic ${Buffer.from('acme-admin:pä:ss:wörd-🔑', 'utf8').toString('base64')}`);
+    assert.equal(
+      basicAuthorization({ username: 'acme-admin', password: 'pä:ss:wörd-🔑' }),
+      `Basic ${Buffer.from('acme-admin:pä:ss:wörd-🔑', 'utf8').toString('base64')}`,
+    );
   });
 });

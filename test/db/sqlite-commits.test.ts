@@ -65,7 +65,10 @@ describe('SqliteCommitCounter', () => {
 
   it('moves on when another process commits, at once', () => {
     const before = counter.read();
-    const child = spawnSync(process.execPath, ['-e', `new (require('node:sqlite').DatabaseSync)(${JSON.stringify(file)}).exec("INSERT INTO notes VALUES ('from the CLI')")`]);
+    const child = spawnSync(process.execPath, [
+      '-e',
+      `new (require('node:sqlite').DatabaseSync)(${JSON.stringify(file)}).exec("INSERT INTO notes VALUES ('from the CLI')")`,
+    ]);
     assert.equal(child.status, 0, child.stderr.toString());
     assert.notEqual(counter.read(), before);
   });
@@ -85,7 +88,10 @@ describe('SqliteCommitCounter', () => {
     try {
       const before = plainCounter.read();
       assert.equal(plainCounter.read(), before);
-      const child = spawnSync(process.execPath, ['-e', `new (require('node:sqlite').DatabaseSync)(${JSON.stringify(plainFile)}).exec("INSERT INTO notes VALUES ('x')")`]);
+      const child = spawnSync(process.execPath, [
+        '-e',
+        `new (require('node:sqlite').DatabaseSync)(${JSON.stringify(plainFile)}).exec("INSERT INTO notes VALUES ('x')")`,
+      ]);
       assert.equal(child.status, 0, child.stderr.toString());
       assert.notEqual(plainCounter.read(), before);
     } finally {

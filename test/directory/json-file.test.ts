@@ -16,7 +16,10 @@ function fileWith(text: string | Buffer): string {
   return name;
 }
 
-const STREAMED: PathPattern[] = [['organizations', ELEMENT, 'users'], ['organizations', ELEMENT, 'rooms']];
+const STREAMED: PathPattern[] = [
+  ['organizations', ELEMENT, 'users'],
+  ['organizations', ELEMENT, 'rooms'],
+];
 
 /** The parsed value with every lazy array read out, to compare with JSON.parse. */
 function materialize(value: unknown): unknown {
@@ -47,7 +50,12 @@ const jsonText = fc.oneof(
   fc
     .record({
       organizations: fc.array(
-        fc.record({ id: fc.string(), users: fc.array(fc.jsonValue({ maxDepth: 2 })), rooms: fc.jsonValue({ maxDepth: 2 }), name: fc.jsonValue({ maxDepth: 1 }) }),
+        fc.record({
+          id: fc.string(),
+          users: fc.array(fc.jsonValue({ maxDepth: 2 })),
+          rooms: fc.jsonValue({ maxDepth: 2 }),
+          name: fc.jsonValue({ maxDepth: 1 }),
+        }),
         { maxLength: 3 },
       ),
       credentials: fc.jsonValue({ maxDepth: 2 }),

@@ -123,7 +123,8 @@ describe('usesNonEmbeddedCjkFont', () => {
     `<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Ryumin-Light /CIDSystemInfo << /Registry (Adobe) /Ordering (${ordering}) /Supplement 2 >>${descriptor} >>`;
 
   it('finds a Chinese, Japanese or Korean composite font the file does not embed', () => {
-    for (const ordering of ['GB1', 'CNS1', 'Japan1', 'Korea1']) assert.equal(usesNonEmbeddedCjkFont(pdfWithFont(TYPE0, cid(ordering), NOT_EMBEDDED)), true, ordering);
+    for (const ordering of ['GB1', 'CNS1', 'Japan1', 'Korea1'])
+      assert.equal(usesNonEmbeddedCjkFont(pdfWithFont(TYPE0, cid(ordering), NOT_EMBEDDED)), true, ordering);
     assert.equal(usesNonEmbeddedCjkFont(pdfWithFont(TYPE0, cid('Japan1', ''), NOT_EMBEDDED)), true, 'no descriptor at all');
   });
 

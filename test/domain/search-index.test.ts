@@ -14,7 +14,17 @@ const PIECES = ['an', 'ä', 'ß', 'ss', '😀', 'x', '\n', 'é', '.', 'b'];
 const keyArb = fc.array(fc.constantFrom(...PIECES), { maxLength: 6 }).map((parts) => parts.join(''));
 
 const usersArb = fc
-  .array(fc.record({ searchKey: keyArb, external: fc.boolean(), needsInvite: fc.boolean(), candidate: fc.boolean(), member: fc.boolean(), gap: fc.integer({ min: 1, max: 5 }) }), { maxLength: 60 })
+  .array(
+    fc.record({
+      searchKey: keyArb,
+      external: fc.boolean(),
+      needsInvite: fc.boolean(),
+      candidate: fc.boolean(),
+      member: fc.boolean(),
+      gap: fc.integer({ min: 1, max: 5 }),
+    }),
+    { maxLength: 60 },
+  )
   .chain((rows) =>
     fc
       .record({
@@ -47,16 +57,29 @@ function build(users: readonly User[], piece = 7): SearchIndex {
   return new SearchIndex(parts);
 }
 
-function model(users: readonly User[], search: { terms: string[]; includeExternal: boolean; filter: SignatoryFilter; sortBy: SortField; direction: SortDirection; offset: number; size: number }) {
+function model(
+  users: readonly User[],
+  search: { terms: string[]; includeExternal: boolean; filter: SignatoryFilter; sortBy: SortField; direction: SortDirection; offset: number; size: number },
+) {
   const matching = users
     .filter((user) => search.terms.every((term) => user.searchKey.includes(term)))
-    .filter((user) => user.candidate && matchesFilter({ external: user.external, needsInvitation: user.needsInvite, roomMember: user.member }, search.includeExternal, search.filter))
+    .filter(
+      (user) =>
+        user.candidate &&
+        matchesFilter({ external: user.external, needsInvitation: user.needsInvite, roomMember: user.member }, search.includeExternal, search.filter),
+    )
     .sort((a, b) => (a.rank[search.sortBy] - b.rank[search.sortBy]) * (search.direction === 'ASC' ? 1 : -1));
   return { total: matching.length, seqs: matching.slice(search.offset, search.offset + search.size).map((user) => user.seq) };
 }
 
 const searchArb = fc.record({
-  terms: fc.array(fc.oneof(keyArb.filter((key) => key !== ''), fc.constantFrom('a', 'n', 's', '\u00e4')), { maxLength: 3 }),
+  terms: fc.array(
+    fc.oneof(
+      keyArb.filter((key) => key !== ''),
+      fc.constantFrom('a', 'n', 's', '\u00e4'),
+    ),
+    { maxLength: 3 },
+  ),
   includeExternal: fc.boolean(),
   filter: fc.record({ roomMember: fc.boolean(), requiresInvitation: fc.boolean(), external: fc.constant(false as const) }, { requiredKeys: [] }),
   sortBy: fc.constantFrom(...FIELDS),
@@ -101,9 +124,18 @@ describe('SearchIndex', () => {
   });
 
   it('never matches a term across two users, or with U+0000', () => {
-    const users: User[] = ['ab', 'cd'].map((searchKey, i) => ({ seq: i + 1, searchKey, external: false, needsInvite: false, candidate: true, member: false, rank: { lastname: i, firstname: i, email: i } }));
+    const users: User[] = ['ab', 'cd'].map((searchKey, i) => ({
+      seq: i + 1,
+      searchKey,
+      external: false,
+      needsInvite: false,
+      candidate: true,
+      member: false,
+      rank: { lastname: i, firstname: i, email: i },
+    }));
     const index = build(users);
-    const ask = (term: string) => index.search({ terms: [term], includeExternal: true, filter: {}, sortBy: 'email', direction: 'DESC', offset: 0, size: 5 }).total;
+    const ask = (term: string) =>
+      index.search({ terms: [term], includeExternal: true, filter: {}, sortBy: 'email', direction: 'DESC', offset: 0, size: 5 }).total;
     assert.equal(ask('bc'), 0);
     assert.equal(ask('b\0c'), 0);
     assert.equal(ask('\0'), 0);
@@ -112,19 +144,40 @@ describe('SearchIndex', () => {
 
   it('refuses a filter on room membership without the members', () => {
     const index = build([]);
-    assert.throws(() => index.search({ terms: ['a'], includeExternal: true, filter: { roomMember: true }, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }));
+    assert.throws(() =>
+      index.search({ terms: ['a'], includeExternal: true, filter: { roomMember: true }, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }),
+    );
   });
 
   it('warms its search paths up without a term any user could type, on any index', () => {
-    for (const users of [[], [{ seq: 1, searchKey: 'ann\nsch\nann@x', external: false, needsInvite: false, candidate: true, member: false, rank: { lastname: 0, firstname: 0, email: 0 } }]]) {
+    for (const users of [
+      [],
+      [
+        {
+          seq: 1,
+          searchKey: 'ann\nsch\nann@x',
+          external: false,
+          needsInvite: false,
+          candidate: true,
+          member: false,
+          rank: { lastname: 0, firstname: 0, email: 0 },
+        },
+      ],
+    ]) {
       const index = build(users);
       warmUp(index);
-      assert.equal(index.search({ terms: ['ann'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }).total, users.length);
+      assert.equal(
+        index.search({ terms: ['ann'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }).total,
+        users.length,
+      );
     }
   });
 
   it('an index of no users answers nothing', () => {
-    assert.deepEqual(build([]).search({ terms: ['a'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }), { total: 0, seqs: [] });
+    assert.deepEqual(build([]).search({ terms: ['a'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }), {
+      total: 0,
+      seqs: [],
+    });
   });
 });
 
@@ -188,7 +241,10 @@ function read(users: readonly StoredUser[], version: number): SearchIndex {
       }
       return Buffer.compare(bytes(a.id), bytes(b.id));
     });
-    builder.addOrder(field, sorted.map((user) => user.seq));
+    builder.addOrder(
+      field,
+      sorted.map((user) => user.seq),
+    );
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
@@ -201,28 +257,68 @@ const namePieceArb = fc.array(fc.constantFrom(...PIECES_OF_NAMES), { maxLength: 
 
 /** Each user's new keys and kind, for some of them. */
 const rewriteArb = (names: fc.Arbitrary<string>) =>
-  fc.array(fc.record({ at: fc.nat(), firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean(), candidate: fc.boolean() }), { maxLength: 12 });
+  fc.array(
+    fc.record({
+      at: fc.nat(),
+      firstname: names,
+      lastname: names,
+      email: namePieceArb,
+      external: fc.boolean(),
+      needsInvite: fc.boolean(),
+      candidate: fc.boolean(),
+    }),
+    { maxLength: 12 },
+  );
 const newUsersArb = (names: fc.Arbitrary<string>) =>
-  fc.array(fc.record({ firstname: names, lastname: names, email: namePieceArb, external: fc.boolean(), needsInvite: fc.boolean(), candidate: fc.boolean(), gap: fc.integer({ min: 1, max: 3 }) }), { maxLength: 10 });
+  fc.array(
+    fc.record({
+      firstname: names,
+      lastname: names,
+      email: namePieceArb,
+      external: fc.boolean(),
+      needsInvite: fc.boolean(),
+      candidate: fc.boolean(),
+      gap: fc.integer({ min: 1, max: 3 }),
+    }),
+    { maxLength: 10 },
+  );
 
 type Rewrite = { at: number; firstname: string; lastname: string; email: string; external: boolean; needsInvite: boolean; candidate: boolean };
 type NewUser = Omit<Rewrite, 'at'> & { gap: number };
 
 /** The directory after some users are rewritten and some added (emails stay distinct: the index in them), and the changes in seq order. */
-function evolve(users: readonly StoredUser[], rewrites: readonly Rewrite[], added: readonly NewUser[], idPrefix = ''): { users: StoredUser[]; changed: ChangedUser[] } {
+function evolve(
+  users: readonly StoredUser[],
+  rewrites: readonly Rewrite[],
+  added: readonly NewUser[],
+  idPrefix = '',
+): { users: StoredUser[]; changed: ChangedUser[] } {
   const next = [...users];
   const changed = new Set<number>();
   for (const row of rewrites) {
     if (next.length === 0) break;
     const index = row.at % next.length;
-    next[index] = { ...next[index]!, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite, candidate: row.candidate };
+    next[index] = {
+      ...next[index]!,
+      keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` },
+      external: row.external,
+      needsInvite: row.needsInvite,
+      candidate: row.candidate,
+    };
     changed.add(index);
   }
   let seq = next.at(-1)?.seq ?? 0;
   for (const row of added) {
     const index = next.length;
     seq += row.gap;
-    next.push({ seq, id: `${idPrefix}u${index}`, keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` }, external: row.external, needsInvite: row.needsInvite, candidate: row.candidate });
+    next.push({
+      seq,
+      id: `${idPrefix}u${index}`,
+      keys: { firstname: row.firstname, lastname: row.lastname, email: `${row.email}${index}@x` },
+      external: row.external,
+      needsInvite: row.needsInvite,
+      candidate: row.candidate,
+    });
     changed.add(index);
   }
   return { users: next, changed: [...changed].sort((a, b) => a - b).map((index) => asChanged(next[index]!)) };
@@ -230,7 +326,14 @@ function evolve(users: readonly StoredUser[], rewrites: readonly Rewrite[], adde
 
 /** A directory, changed twice: what an index read whole, then updated twice, must answer like. */
 const historyArb = (names = namePieceArb, ids: fc.Arbitrary<string> = fc.constant('')) =>
-  fc.record({ initial: newUsersArb(names).chain((first) => newUsersArb(names).map((second) => [...first, ...second])), one: rewriteArb(names), oneAdded: newUsersArb(names), two: rewriteArb(names), twoAdded: newUsersArb(names), ids });
+  fc.record({
+    initial: newUsersArb(names).chain((first) => newUsersArb(names).map((second) => [...first, ...second])),
+    one: rewriteArb(names),
+    oneAdded: newUsersArb(names),
+    two: rewriteArb(names),
+    twoAdded: newUsersArb(names),
+    ids,
+  });
 
 /** Searches covering every order, direction, paging and filter, with terms from the names' pieces. */
 function everySearch(users: readonly StoredUser[]) {
@@ -240,8 +343,21 @@ function everySearch(users: readonly StoredUser[]) {
   for (const searchTerms of terms) {
     for (const sortBy of FIELDS) {
       for (const direction of ['ASC', 'DESC'] as const) {
-        for (const [offset, size] of [[0, 100], [1, 3], [5, 2]] as const) {
-          searches.push({ terms: searchTerms, includeExternal: offset !== 1, filter: offset === 5 ? { requiresInvitation: true, roomMember: false } : {}, sortBy, direction, offset, size, memberSeqs: members });
+        for (const [offset, size] of [
+          [0, 100],
+          [1, 3],
+          [5, 2],
+        ] as const) {
+          searches.push({
+            terms: searchTerms,
+            includeExternal: offset !== 1,
+            filter: offset === 5 ? { requiresInvitation: true, roomMember: false } : {},
+            sortBy,
+            direction,
+            offset,
+            size,
+            memberSeqs: members,
+          });
         }
       }
     }
@@ -302,7 +418,10 @@ describe('SearchIndex.withChanges', () => {
         const start = evolve([], [], initial, ids);
         const first = evolve(start.users, one, oneAdded, ids);
         const tiedChanged = first.changed.map((user) => asChanged(tie(first.users).find((other) => other.seq === user.seq)!));
-        for (const [from, to, changed] of [[start.users, first.users, first.changed], [tie(start.users), tie(first.users), tiedChanged]] as const) {
+        for (const [from, to, changed] of [
+          [start.users, first.users, first.changed],
+          [tie(start.users), tie(first.users), tiedChanged],
+        ] as const) {
           const updated = read(from, 3).withChanges(4, to.length, changed);
           if (updated === undefined) gaveUp += 1;
           else assertAnswersAlike(updated, read(to, 4), to);
@@ -314,7 +433,14 @@ describe('SearchIndex.withChanges', () => {
   });
 
   it('gives up on changes that do not fit the index', () => {
-    const stored = (seq: number): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: `f${seq}`, lastname: `l${seq}`, email: `e${seq}` }, external: false, needsInvite: false, candidate: true });
+    const stored = (seq: number): StoredUser => ({
+      seq,
+      id: `u${seq}`,
+      keys: { firstname: `f${seq}`, lastname: `l${seq}`, email: `e${seq}` },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+    });
     const index = read([1, 5, 9].map(stored), 1);
     const user = (seq: number) => asChanged(stored(seq));
     assert.equal(index.withChanges(2, 3, [user(3)]), undefined, 'a seq between held ones is no user of this index');
@@ -323,9 +449,19 @@ describe('SearchIndex.withChanges', () => {
   });
 
   it('keeps room members, none of the users added after them a member', () => {
-    const users = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((seq): StoredUser => ({ seq, id: `u${seq}`, keys: { firstname: '', lastname: '', email: `e${seq}` }, external: false, needsInvite: false, candidate: true }));
+    const users = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((seq): StoredUser => ({
+      seq,
+      id: `u${seq}`,
+      keys: { firstname: '', lastname: '', email: `e${seq}` },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+    }));
     const some = read(users, 1).roomMembers([2, 9])!.extendedTo(17);
     assert.equal(some.bytes, 3);
-    assert.deepEqual([...Array(17).keys()].filter((user) => some.has(user)), [1, 8]);
+    assert.deepEqual(
+      [...Array(17).keys()].filter((user) => some.has(user)),
+      [1, 8],
+    );
   });
 });

@@ -20,10 +20,7 @@ describe('signatoryFilter', () => {
     assert.deepEqual(signatoryFilter({ purpose: 'SIGNING_REQUEST_DELIVERY_RECIPIENT' }), {});
   });
   it('ignores the deprecated flags when a purpose is given', () => {
-    assert.deepEqual(
-      signatoryFilter({ purpose: 'SIGNING_REQUEST_DELIVERY_RECIPIENT', roomMember: true, requiresInvitation: false }),
-      {},
-    );
+    assert.deepEqual(signatoryFilter({ purpose: 'SIGNING_REQUEST_DELIVERY_RECIPIENT', roomMember: true, requiresInvitation: false }), {});
   });
   it('uses the deprecated flags without a purpose', () => {
     assert.deepEqual(signatoryFilter({ roomMember: false }), { roomMember: false });
@@ -68,10 +65,7 @@ describe('sortKeyOrder', () => {
 describe('countFromTallies', () => {
   it('counts what testing each user would count, for every filter, suspended users never', () => {
     const user = fc.record({ external: fc.boolean(), pending: fc.boolean(), member: fc.boolean(), suspended: fc.boolean() });
-    const filter = fc.record(
-      { roomMember: fc.boolean(), requiresInvitation: fc.boolean(), external: fc.constant(false as const) },
-      { requiredKeys: [] },
-    );
+    const filter = fc.record({ roomMember: fc.boolean(), requiresInvitation: fc.boolean(), external: fc.constant(false as const) }, { requiredKeys: [] });
     fc.assert(
       fc.property(fc.array(user, { maxLength: 60 }), filter, fc.boolean(), (users, wanted, includeExternal) => {
         const kinds = users.map((u) => ({ external: u.external, needsInvitation: u.external || u.pending, roomMember: u.member, candidate: !u.suspended }));

@@ -75,7 +75,11 @@ describe('parseUploadBody', () => {
   });
 
   it('names a non-ASCII character in the payload, even after decoding over it', () => {
-    for (const [payload, character] of [['QUJD'.repeat(30_000) + 'é', 'é'], ['QUJDRUZH€', '€'], ['QQ😀', '😀']] as const) {
+    for (const [payload, character] of [
+      ['QUJD'.repeat(30_000) + 'é', 'é'],
+      ['QUJDRUZH€', '€'],
+      ['QQ😀', '😀'],
+    ] as const) {
       const parsed = parseUploadBody(Buffer.from(JSON.stringify({ payload })));
       assert.ok(parsed.payload !== undefined && !parsed.payload.ok);
       assert.match(parsed.payload.reason, new RegExp(`character "${character}"`), payload.slice(-10));

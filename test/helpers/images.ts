@@ -32,7 +32,12 @@ export function pngHeaderOnly(width: number, height: number): Buffer {
   ihdr.writeUInt32BE(height, 4);
   ihdr.writeUInt8(8, 8); // bit depth
   ihdr.writeUInt8(2, 9); // RGB
-  return Buffer.concat([signature, pngChunk('IHDR', ihdr), pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    signature,
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {

@@ -28,10 +28,9 @@ export function makePdf(pages: PdfPage[]): Buffer {
     const data = page.compress === true ? deflateSync(Buffer.from(page.content, 'latin1')).toString('latin1') : page.content;
     const filter = page.compress === true ? ' /Filter /FlateDecode' : '';
     const stream = add(`<< /Length ${Buffer.byteLength(data, 'latin1')}${filter} >>\nstream\n${data}\nendstream`);
-    const extras = [
-      page.rotate !== undefined ? `/Rotate ${page.rotate}` : '',
-      page.cropBox !== undefined ? `/CropBox [${page.cropBox.join(' ')}]` : '',
-    ].join(' ');
+    const extras = [page.rotate !== undefined ? `/Rotate ${page.rotate}` : '', page.cropBox !== undefined ? `/CropBox [${page.cropBox.join(' ')}]` : ''].join(
+      ' ',
+    );
     kids.push(
       add(
         `<< /Type /Page /Parent ${pageTree} 0 R /MediaBox [0 0 ${page.width} ${page.height}] ${extras} ` +

@@ -104,7 +104,9 @@ export function basic(username: string, password: string): string {
 export async function addApiToken(t: TestApp, orgId: string): Promise<{ secret: string; id: string }> {
   const secret = newToken();
   const id = `t${randomBytes(6).toString('hex')}`;
-  await t.sql(sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${id}, ${orgId}, 'test', ${tokenHash(secret)}, ${new Date().toISOString()})`);
+  await t.sql(
+    sql`INSERT INTO api_tokens (id, org_id, name, secret_hash, created_at) VALUES (${id}, ${orgId}, 'test', ${tokenHash(secret)}, ${new Date().toISOString()})`,
+  );
   return { secret, id };
 }
 

@@ -78,7 +78,10 @@ describe('the audit trail', () => {
   it('records an organization created under that organization', async () => {
     assert.equal((await send('POST', API, { id: 'fresh', name: 'Fresh' }, ROOT)).statusCode, 201);
     const events = (await send('GET', `${API}/fresh/audit-events`, undefined, ROOT)).json();
-    assert.deepEqual(events.content.map((event: { action: string; actor: string }) => [event.action, event.actor]), [['organization.created', 'root']]);
+    assert.deepEqual(
+      events.content.map((event: { action: string; actor: string }) => [event.action, event.actor]),
+      [['organization.created', 'root']],
+    );
   });
 
   it('filters by action, actor and time, newest first, and keeps other organizations apart', async () => {
@@ -87,7 +90,10 @@ describe('the audit trail', () => {
     assert.ok(created.content.every((event: { action: string }) => event.action === 'user.created'));
     assert.equal((await trail('&actor=nobody')).totalElements, 0);
     const all = (await trail()).content as { at: string; action: string }[];
-    assert.deepEqual([...all].sort((a, b) => b.at.localeCompare(a.at)).map((e) => e.at), all.map((e) => e.at));
+    assert.deepEqual(
+      [...all].sort((a, b) => b.at.localeCompare(a.at)).map((e) => e.at),
+      all.map((e) => e.at),
+    );
     const future = new Date(Date.now() + 60_000).toISOString();
     assert.equal((await trail(`&since=${encodeURIComponent(future)}`)).totalElements, 0);
     assert.equal((await trail(`&until=${encodeURIComponent('2000-01-01T00:00:00Z')}`)).totalElements, 0);

@@ -84,9 +84,7 @@ describe('authentication and scope', () => {
   });
 
   it('does not let attempts sent all at once slip past the limit', async () => {
-    const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => lookup(basic('acme-admin', `parallel-guess-${i}`))),
-    );
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => lookup(basic('acme-admin', `parallel-guess-${i}`))));
     const statuses = answers.map((response) => response.statusCode);
     assert.ok(statuses.filter((status) => status === 401).length <= 3, statuses.join());
     assert.ok(statuses.includes(429), statuses.join());

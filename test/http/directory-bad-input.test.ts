@@ -17,7 +17,12 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 describe('directory API: bad input gets a clear answer and changes nothing', () => {
   let t: TestApp;
   const send = (method: Method, url: string, payload?: string, headers: Record<string, string> = {}) =>
-    t.app.inject({ method, url, headers: { authorization: ACME, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(payload !== undefined ? { payload } : {}) });
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization: ACME, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(payload !== undefined ? { payload } : {}),
+    });
 
   /** Everything a write could change: rows of the directory, versions, tallies, events. */
   const state = async () =>
@@ -33,7 +38,15 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     );
 
   /** Sends the request and checks the problem it gets, and that the database is as it was. */
-  const refused = async (method: Method, url: string, payload: string | undefined, status: number, code: string, parameters: string[] = [], headers: Record<string, string> = {}) => {
+  const refused = async (
+    method: Method,
+    url: string,
+    payload: string | undefined,
+    status: number,
+    code: string,
+    parameters: string[] = [],
+    headers: Record<string, string> = {},
+  ) => {
     const before = await state();
     const response = await send(method, url, payload, headers);
     assert.equal(response.statusCode, status, `${method} ${url} ${payload ?? ''}: ${response.body}`);
@@ -80,13 +93,19 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
   for (const [field, value, parameter] of badFields) {
     it(`refuses a user whose ${field} is ${JSON.stringify(value)?.slice(0, 20)}, naming it`, async () => {
       await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, [field]: value }), 400, 'invalid-parameter', [parameter]);
-      if (field !== 'id') await refused('PUT', `${API}/acme/users/u1`, JSON.stringify({ ...goodUser, id: 'u1', [field]: value }), 400, 'invalid-parameter', [parameter]);
+      if (field !== 'id')
+        await refused('PUT', `${API}/acme/users/u1`, JSON.stringify({ ...goodUser, id: 'u1', [field]: value }), 400, 'invalid-parameter', [parameter]);
       if (field !== 'id') await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ [field]: value }), 400, 'invalid-parameter', [parameter]);
     });
   }
 
   it('names every bad field of one body at once', async () => {
-    await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'a b', email: 'nope', external: 'no', extra: 1 }), 400, 'invalid-parameter', ['id', 'email', 'external', 'extra']);
+    await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'a b', email: 'nope', external: 'no', extra: 1 }), 400, 'invalid-parameter', [
+      'id',
+      'email',
+      'external',
+      'extra',
+    ]);
   });
 
   it('refuses a missing email and a null email in a merge patch', async () => {
@@ -122,7 +141,9 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
   it('refuses ids that exist already', async () => {
     await refused('POST', `${API}/acme/users`, JSON.stringify({ ...goodUser, id: 'u1' }), 409, 'user-exists');
     await refused('POST', `${API}/acme/rooms`, JSON.stringify({ id: 'board', name: 'Again' }), 409, 'room-exists');
-    await refused('POST', API, JSON.stringify({ id: 'acme', name: 'Again' }), 409, 'organization-exists', [], { authorization: basic('root', 'root-password') });
+    await refused('POST', API, JSON.stringify({ id: 'acme', name: 'Again' }), 409, 'organization-exists', [], {
+      authorization: basic('root', 'root-password'),
+    });
   });
 
   it('answers unknown users and rooms with 404, and a user of another organization exactly like an unknown one', async () => {
@@ -142,7 +163,9 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
       await refused('POST', `${API}/${org}/users`, JSON.stringify(goodUser), 403, 'forbidden');
       await refused('GET', `${API}/${org}/audit-events`, undefined, 403, 'forbidden');
     }
-    await refused('POST', `${API}/no-such-org/users`, JSON.stringify(goodUser), 404, 'organization-not-found', [], { authorization: basic('root', 'root-password') });
+    await refused('POST', `${API}/no-such-org/users`, JSON.stringify(goodUser), 404, 'organization-not-found', [], {
+      authorization: basic('root', 'root-password'),
+    });
   });
 
   it('refuses a stale or malformed If-Match', async () => {

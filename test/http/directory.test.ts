@@ -16,7 +16,8 @@ describe('directory management API', () => {
       headers: { authorization: ACME, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
-  const lookup = async (query: string, room = 'board') => (await t.app.inject({ url: `${LOOKUP('acme', room)}?${query}`, headers: { authorization: ACME } })).json();
+  const lookup = async (query: string, room = 'board') =>
+    (await t.app.inject({ url: `${LOOKUP('acme', room)}?${query}`, headers: { authorization: ACME } })).json();
 
   before(async () => {
     t = await startTestApp();
@@ -32,10 +33,24 @@ describe('directory management API', () => {
     const user = created.json();
     assert.deepEqual(
       { ...user, createdAt: undefined, updatedAt: undefined },
-      { id: 'new1', firstname: 'Nora', lastname: 'Neu', email: 'nora@acme.example', external: false, status: 'active', userName: 'nora@acme.example', externalId: null, createdAt: undefined, updatedAt: undefined },
+      {
+        id: 'new1',
+        firstname: 'Nora',
+        lastname: 'Neu',
+        email: 'nora@acme.example',
+        external: false,
+        status: 'active',
+        userName: 'nora@acme.example',
+        externalId: null,
+        createdAt: undefined,
+        updatedAt: undefined,
+      },
     );
     const page = await lookup('searchQuery=nora');
-    assert.deepEqual(page.content.map((s: { email: string }) => s.email), ['nora@acme.example']);
+    assert.deepEqual(
+      page.content.map((s: { email: string }) => s.email),
+      ['nora@acme.example'],
+    );
     const read = await call('GET', `${API}/acme/users/new1`);
     assert.equal(read.statusCode, 200);
     assert.equal(read.headers['etag'], created.headers['etag']);
@@ -58,7 +73,10 @@ describe('directory management API', () => {
     assert.equal((await call('DELETE', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
     assert.equal((await call('DELETE', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
     page = await lookup('purpose=SIGNING_REQUEST_SIGNATORY');
-    assert.deepEqual(page.content.map((s: { email: string }) => s.email), ['anna@acme.example']);
+    assert.deepEqual(
+      page.content.map((s: { email: string }) => s.email),
+      ['anna@acme.example'],
+    );
   });
 
   it('suspends a user by merge patch: kept and listed, never a candidate', async () => {
@@ -72,7 +90,10 @@ describe('directory management API', () => {
     assert.ok(!after.content.some((s: { email: string }) => s.email === 'zoe@acme.example'));
     assert.equal((await lookup('searchQuery=zoe')).totalElements, 0);
     const listed = (await call('GET', `${API}/acme/users?status=suspended`)).json();
-    assert.deepEqual(listed.content.map((u: { id: string }) => u.id), ['u4']);
+    assert.deepEqual(
+      listed.content.map((u: { id: string }) => u.id),
+      ['u4'],
+    );
     const back = await call('PATCH', `${API}/acme/users/u4`, { status: 'active' });
     assert.equal(back.statusCode, 200);
     assert.equal((await lookup('searchQuery=zoe')).totalElements, 1);
@@ -119,7 +140,10 @@ describe('directory management API', () => {
     assert.deepEqual(created.json().settings, { externalSignatories: true });
     assert.equal((await call('POST', API, { id: 'neworg', name: 'New' }, { authorization: ROOT })).json().code, 'organization-exists');
     const listed = (await call('GET', API)).json();
-    assert.deepEqual(listed.content.map((o: { id: string }) => o.id), ['acme']);
+    assert.deepEqual(
+      listed.content.map((o: { id: string }) => o.id),
+      ['acme'],
+    );
   });
 
   it('resets the settings to their defaults with a null merge patch', async () => {

@@ -46,7 +46,12 @@ async function assertShowsTopHalfBlackPage(png: Buffer): Promise<void> {
 async function assertPlaceholder(png: Buffer): Promise<void> {
   const image = await inspectPng(png);
   assert.deepEqual([image.width, image.height], [200, 283]);
-  for (const [top, bottom] of [[0, 0.25], [0.25, 0.5], [0.5, 0.75], [0.75, 1]] as const) {
+  for (const [top, bottom] of [
+    [0, 0.25],
+    [0.25, 0.5],
+    [0.5, 0.75],
+    [0.75, 1],
+  ] as const) {
     assert.equal(image.meanOf(top, bottom), 236, `rows ${top}–${bottom} are the placeholder's grey`);
   }
 }
@@ -82,10 +87,7 @@ describe('bad uploads store nothing', () => {
       documents: await t.sql<{ id: string; sha256: string }>(sql`SELECT id, sha256 FROM documents ORDER BY id`),
       idempotencyKeys: await t.sql<{ key: string }>(sql`SELECT key FROM idempotency_keys ORDER BY key`),
       blobs: await t.storedBlobs(),
-      blobChunks:
-        TEST_DIALECT === 'postgres'
-          ? Number((await t.sql<{ n: number | string }>(sql`SELECT count(*) AS n FROM blob_chunks`))[0]!.n)
-          : 0,
+      blobChunks: TEST_DIALECT === 'postgres' ? Number((await t.sql<{ n: number | string }>(sql`SELECT count(*) AS n FROM blob_chunks`))[0]!.n) : 0,
       files: (readdirSync(path.join(t.dataDir, 'blobs'), { recursive: true }) as string[]).sort(),
     };
   }
@@ -106,10 +108,7 @@ describe('bad uploads store nothing', () => {
     const { id } = response.json();
     assert.deepEqual(after.listed.ids, [id, ...before.listed.ids]);
     assert.equal(after.listed.totalElements, before.listed.totalElements + 1);
-    assert.deepEqual(
-      after.documents.map((row) => row.id).sort(),
-      [...before.documents.map((row) => row.id), id].sort(),
-    );
+    assert.deepEqual(after.documents.map((row) => row.id).sort(), [...before.documents.map((row) => row.id), id].sort());
     assert.equal(after.idempotencyKeys.length, before.idempotencyKeys.length + 1);
     assert.equal(after.blobs.length, before.blobs.length + 1);
     const sha256 = after.documents.find((row) => row.id === id)!.sha256;
@@ -173,7 +172,13 @@ describe('bad uploads store nothing', () => {
       code: 'document-encrypted',
     },
     { name: 'a PNG claiming 100000×100000 pixels', body: () => asPayload(pngHeaderOnly(100_000, 100_000)), status: 422, code: 'document-unreadable' },
-    { name: 'a good PDF for a room that does not exist', body: () => ({ payload: goodBase64 }), url: DOCS('acme', 'nope'), status: 404, code: 'room-not-found' },
+    {
+      name: 'a good PDF for a room that does not exist',
+      body: () => ({ payload: goodBase64 }),
+      url: DOCS('acme', 'nope'),
+      status: 404,
+      code: 'room-not-found',
+    },
   ];
   for (const [index, { name, body, headers = {}, url = DOCS(), status, code }] of cases.entries()) {
     it(`answers ${name} with ${status} ${code} and stores nothing`, async () => {

@@ -109,12 +109,21 @@ describe('document upload and retrieval', () => {
       assert.equal(response.statusCode, 400, response.body);
       assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
       assert.equal(response.json().code, 'invalid-parameter');
-      assert.deepEqual(response.json().errors.map((e: { parameter: string }) => e.parameter), [parameter]);
+      assert.deepEqual(
+        response.json().errors.map((e: { parameter: string }) => e.parameter),
+        [parameter],
+      );
     });
   }
 
   it('refuses malformed JSON, prototype keys and non-objects with a 400', async () => {
-    for (const body of ['{"payload": ', '{"__proto__": {"x": 1}, "payload": "JVBERi0xLjQK"}', '{"constructor": {"prototype": {}}, "payload": "x"}', '[]', '"text"']) {
+    for (const body of [
+      '{"payload": ',
+      '{"__proto__": {"x": 1}, "payload": "JVBERi0xLjQK"}',
+      '{"constructor": {"prototype": {}}, "payload": "x"}',
+      '[]',
+      '"text"',
+    ]) {
       const response = await upload(body);
       assert.equal(response.statusCode, 400, `${body}: ${response.body}`);
       assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
@@ -248,7 +257,10 @@ describe('document upload and retrieval', () => {
   });
 
   it('lists, reads, serves and deletes documents, scoped like the lookup', async () => {
-    const pdf = makePdf([{ width: 300, height: 300, content: '' }, { width: 300, height: 300, content: '' }]);
+    const pdf = makePdf([
+      { width: 300, height: 300, content: '' },
+      { width: 300, height: 300, content: '' },
+    ]);
     const created = await uploadBytes(pdf, { name: 'two pages.pdf' });
     const { id } = created.json();
     const list = (await t.app.inject({ url: `${DOCS()}?size=1`, headers: { authorization: auth } })).json();
@@ -258,7 +270,14 @@ describe('document upload and retrieval', () => {
 
     const metadata = (await t.app.inject({ url: `${DOCS()}/${id}`, headers: { authorization: auth } })).json();
     assert.deepEqual(
-      { name: metadata.name, mediaType: metadata.mediaType, size: metadata.size, pageCount: metadata.pageCount, uploadedBy: metadata.uploadedBy, thumbnail: metadata.thumbnail },
+      {
+        name: metadata.name,
+        mediaType: metadata.mediaType,
+        size: metadata.size,
+        pageCount: metadata.pageCount,
+        uploadedBy: metadata.uploadedBy,
+        thumbnail: metadata.thumbnail,
+      },
       { name: 'two pages.pdf', mediaType: 'application/pdf', size: pdf.length, pageCount: 2, uploadedBy: 'acme-admin', thumbnail: 'rendered' },
     );
     assert.match(metadata.sha256, /^[0-9a-f]{64}$/);
@@ -323,7 +342,11 @@ describe('document storage recovery', () => {
     const { buildApp } = await import('../../src/app.ts');
     const again = await buildApp(first.config);
     try {
-      assert.deepEqual(await first.storedBlobs(), [createHash('sha256').update(topHalfBlackPdf()).digest('hex')], 'the orphan is gone, the referenced blob stays');
+      assert.deepEqual(
+        await first.storedBlobs(),
+        [createHash('sha256').update(topHalfBlackPdf()).digest('hex')],
+        'the orphan is gone, the referenced blob stays',
+      );
       assert.deepEqual(readdirSync(path.join(blobs, 'tmp')), []);
       const content = await again.inject({
         url: `${DOCS()}/${created.json().id}/content`,

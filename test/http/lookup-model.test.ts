@@ -25,40 +25,47 @@ interface ModelOrg {
 
 // Pieces chosen to collide under folding, case and code-point order.
 const NAME_PIECES = ['an', 'An', 'ÄN', 'ä', 'é', 'e', 'E\u0301', 'ß', 'ss', 'İ', 'i', 'ø', 'o', 'ﬁ', 'fi', '😀', '\uFF5E', '%', '_', '\\', "'", ' ', 'z', 'Zo'];
-const namePart = fc.option(fc.array(fc.constantFrom(...NAME_PIECES), { minLength: 0, maxLength: 4 }).map((parts) => parts.join('')), { nil: null, freq: 5 });
+const namePart = fc.option(
+  fc.array(fc.constantFrom(...NAME_PIECES), { minLength: 0, maxLength: 4 }).map((parts) => parts.join('')),
+  { nil: null, freq: 5 },
+);
 
 const userArb = (index: number) =>
-  fc.record({
-    firstname: namePart,
-    lastname: namePart,
-    emailLocal: fc.array(fc.constantFrom('a', 'B', 'ä', '_', '%', '.', 'z'), { minLength: 1, maxLength: 4 }).map((p) => p.join('')),
-    external: fc.boolean(),
-    pending: fc.boolean(),
-  }).map((u) => ({
-    id: `u-${index}`,
-    firstname: u.firstname,
-    lastname: u.lastname,
-    // The index keeps emails unique ignoring case.
-    email: `${u.emailLocal}${index}@Example.test`,
-    external: u.external,
-    status: u.pending ? ('pending' as const) : ('active' as const),
-  }));
+  fc
+    .record({
+      firstname: namePart,
+      lastname: namePart,
+      emailLocal: fc.array(fc.constantFrom('a', 'B', 'ä', '_', '%', '.', 'z'), { minLength: 1, maxLength: 4 }).map((p) => p.join('')),
+      external: fc.boolean(),
+      pending: fc.boolean(),
+    })
+    .map((u) => ({
+      id: `u-${index}`,
+      firstname: u.firstname,
+      lastname: u.lastname,
+      // The index keeps emails unique ignoring case.
+      email: `${u.emailLocal}${index}@Example.test`,
+      external: u.external,
+      status: u.pending ? ('pending' as const) : ('active' as const),
+    }));
 
 const orgArb = (orgIndex: number): fc.Arbitrary<ModelOrg> =>
   fc.integer({ min: 0, max: 40 }).chain((count) =>
-    fc.record({
-      externalSignatories: fc.boolean(),
-      users: fc.tuple(...Array.from({ length: count }, (_, i) => userArb(i))),
-      memberBits: fc.array(fc.boolean(), { minLength: count, maxLength: count }),
-    }).map(({ externalSignatories, users, memberBits }) => ({
-      id: `org-${orgIndex}`,
-      externalSignatories,
-      users,
-      rooms: [
-        { id: 'room', members: users.filter((_, i) => memberBits[i]).map((u) => u.id) },
-        { id: 'empty', members: [] },
-      ],
-    })),
+    fc
+      .record({
+        externalSignatories: fc.boolean(),
+        users: fc.tuple(...Array.from({ length: count }, (_, i) => userArb(i))),
+        memberBits: fc.array(fc.boolean(), { minLength: count, maxLength: count }),
+      })
+      .map(({ externalSignatories, users, memberBits }) => ({
+        id: `org-${orgIndex}`,
+        externalSignatories,
+        users,
+        rooms: [
+          { id: 'room', members: users.filter((_, i) => memberBits[i]).map((u) => u.id) },
+          { id: 'empty', members: [] },
+        ],
+      })),
   );
 
 const fold = (s: string | null) => (s ?? '').normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
@@ -95,7 +102,12 @@ function model(org: ModelOrg, q: Query, maxPageSize: number) {
         if (q.requiresInvitation !== undefined && String(requiresInvitation) !== q.requiresInvitation.toLowerCase()) return false;
       }
       // A URL carries UTF-8, so a lone surrogate arrives as U+FFFD.
-      const terms = (q.searchQuery ?? '').toWellFormed().trim().split(/\s+/).filter((t) => t !== '').map(fold);
+      const terms = (q.searchQuery ?? '')
+        .toWellFormed()
+        .trim()
+        .split(/\s+/)
+        .filter((t) => t !== '')
+        .map(fold);
       return terms.every((t) => [u.firstname, u.lastname, u.email].some((field) => fold(field).includes(t)));
     });
   const sortBy = (q.sortBy ?? 'lastname').toLowerCase() as 'firstname' | 'lastname' | 'email';
@@ -142,13 +154,13 @@ const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 const spanningSlice = (org: ModelOrg) =>
   org.users.length === 0
     ? fc.constant('x')
-    : fc.record({ user: fc.constantFrom(...org.users), start: fc.nat(30), length: fc.integer({ min: 1, max: 6 }), upper: fc.boolean() }).map(
-        ({ user, start, length, upper }) => {
+    : fc
+        .record({ user: fc.constantFrom(...org.users), start: fc.nat(30), length: fc.integer({ min: 1, max: 6 }), upper: fc.boolean() })
+        .map(({ user, start, length, upper }) => {
           const joined = `${user.firstname ?? ''}${user.lastname ?? ''}${user.email}`;
           const slice = joined.slice(start % Math.max(1, joined.length), (start % Math.max(1, joined.length)) + length);
           return upper ? slice.toUpperCase() : slice;
-        },
-      );
+        });
 
 const queryArb = (orgs: ModelOrg[]) =>
   fc.integer({ min: 0, max: orgs.length - 1 }).chain((org) =>
@@ -171,7 +183,9 @@ const queryArb = (orgs: ModelOrg[]) =>
         roomMember: maybe(fc.constantFrom('true', 'false', 'TRUE', 'False')),
         requiresInvitation: maybe(fc.constantFrom('true', 'false', 'tRuE')),
         purpose: maybe(
-          fc.constantFrom('SIGNING_REQUEST_SIGNATORY', 'SIGNATORY_INVITATION', 'PERMISSION_INVITATION', 'SIGNING_REQUEST_DELIVERY_RECIPIENT').chain(caseVariants),
+          fc
+            .constantFrom('SIGNING_REQUEST_SIGNATORY', 'SIGNATORY_INVITATION', 'PERMISSION_INVITATION', 'SIGNING_REQUEST_DELIVERY_RECIPIENT')
+            .chain(caseVariants),
         ),
       },
       { requiredKeys: ['org', 'room'] },
@@ -188,119 +202,120 @@ const MODES: { name: string; env: Record<string, string>; indexed: boolean }[] =
   { name: 'answered by the in-memory search index', env: { SIGNROOM_SEARCH_MIN_USERS: '0' }, indexed: true },
 ];
 
-for (const mode of MODES) describe(`signatory lookup against a model of the contract, ${mode.name}`, () => {
-  let t: TestApp;
-  let orgs: ModelOrg[];
-  const MAX_PAGE_SIZE = 10;
+for (const mode of MODES)
+  describe(`signatory lookup against a model of the contract, ${mode.name}`, () => {
+    let t: TestApp;
+    let orgs: ModelOrg[];
+    const MAX_PAGE_SIZE = 10;
 
-  /** With the index on: lookups that ask for every organization's index and rooms, until all are loaded at the current version. */
-  const loadSearchIndexes = async () => {
-    if (!mode.indexed) return;
-    let status = { organizations: 0, loading: 0 };
-    // First the organizations' indexes, then (asked for by a lookup the index answers) the rooms' members.
-    for (const pass of ['organizations', 'rooms']) {
-      for (const org of orgs) {
-        for (const room of org.rooms) {
-          const url = `${LOOKUP(org.id, room.id)}?searchQuery=warm-${pass}-${Date.now()}&roomMember=true`;
-          await t.app.inject({ url, headers: { authorization: basic('root', 'root-password') } });
+    /** With the index on: lookups that ask for every organization's index and rooms, until all are loaded at the current version. */
+    const loadSearchIndexes = async () => {
+      if (!mode.indexed) return;
+      let status = { organizations: 0, loading: 0 };
+      // First the organizations' indexes, then (asked for by a lookup the index answers) the rooms' members.
+      for (const pass of ['organizations', 'rooms']) {
+        for (const org of orgs) {
+          for (const room of org.rooms) {
+            const url = `${LOOKUP(org.id, room.id)}?searchQuery=warm-${pass}-${Date.now()}&roomMember=true`;
+            await t.app.inject({ url, headers: { authorization: basic('root', 'root-password') } });
+          }
+        }
+        do {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          status = (await t.app.inject('/readyz')).json().searchIndexes;
+        } while (status.loading > 0);
+      }
+      assert.equal(status.organizations, orgs.length, 'every organization is indexed');
+    };
+
+    before(async () => {
+      t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
+      orgs = Array.from({ length: 12 }, (_, i) => fc.sample(orgArb(i), { numRuns: 1, seed: 1000 + i })[0]!);
+      await t.importDirectory({
+        organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
+        credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+      });
+      await loadSearchIndexes();
+    });
+    after(async () => t.close());
+
+    /** Asks the app and checks its answer is exactly the model's. */
+    const answersLikeTheModel = async (org: ModelOrg, query: Query) => {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(query)) {
+        if (key !== 'room' && value !== undefined) params.set(key, String(value));
+      }
+      const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: basic('root', 'root-password') } });
+      assert.equal(response.statusCode, 200, response.body);
+      assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE));
+    };
+    /** Random queries over the current `orgs`, each answered exactly as the model answers it. */
+    const randomQueriesAnswerLikeTheModel = () =>
+      fc.asyncProperty(queryArb(orgs), ({ org: index, ...query }) => answersLikeTheModel(orgs[index]!, query as Query));
+    /** The same queries before and after a change, so cached answers would show. */
+    const FIXED_QUERIES: Query[] = [
+      { room: 'room' },
+      { room: 'room', purpose: 'SIGNATORY_INVITATION', sortBy: 'email' },
+      { room: 'room', searchQuery: 'an', sortDirection: 'DESC' },
+      { room: 'room', roomMember: 'true', page: 1, size: 2 },
+    ];
+
+    it('answers every random query exactly like the model', async () => {
+      await fc.assert(randomQueriesAnswerLikeTheModel(), { numRuns: 800 });
+    });
+
+    it('answers like the model again after an import changes the directory', async () => {
+      // The same app: counts and pages it cached for the old directory must not answer for the new one.
+      for (const org of orgs) for (const query of FIXED_QUERIES) await answersLikeTheModel(org, query);
+      orgs = orgs.map((org, index) =>
+        index % 2 === 1
+          ? org
+          : {
+              ...org,
+              // Some users change, two join (the index in memory is updated with just these), and one room's members are replaced.
+              users: [
+                ...org.users.map((user, k) => (k % 3 === 0 ? { ...user, lastname: `${user.lastname ?? ''}ß`, external: !user.external } : user)),
+                ...[0, 1].map((k) => fc.sample(userArb(org.users.length + k), { numRuns: 1, seed: 2000 + index + k })[0]!),
+              ],
+              rooms: [{ ...org.rooms[0]!, members: org.rooms[0]!.members.slice(1) }, ...org.rooms.slice(1)],
+            },
+      );
+      await t.importDirectory({
+        // The unchanged organizations name their rooms without members: the members stay as they are.
+        organizations: orgs.map((org, index) => ({
+          ...org,
+          rooms: index % 2 === 1 ? org.rooms.map((room) => ({ id: room.id })) : org.rooms,
+          settings: { externalSignatories: org.externalSignatories },
+        })),
+      });
+      // Before the indexes of the new version are loaded (the database answers), and after.
+      for (const org of orgs) for (const query of FIXED_QUERIES) await answersLikeTheModel(org, query);
+      await loadSearchIndexes();
+      await fc.assert(randomQueriesAnswerLikeTheModel(), { numRuns: 800 });
+    });
+
+    it('pages through a whole result without repeating or skipping anyone', async () => {
+      const auth = basic('root', 'root-password');
+      const org = orgs.reduce((a, b) => (a.users.length >= b.users.length ? a : b));
+      for (const sortBy of ['firstname', 'lastname', 'email']) {
+        for (const sortDirection of ['ASC', 'DESC']) {
+          const seen: string[] = [];
+          for (let page = 0; ; page++) {
+            const response = await t.app.inject({
+              url: `${LOOKUP(org.id, 'room')}?size=3&page=${page}&sortBy=${sortBy}&sortDirection=${sortDirection}`,
+              headers: { authorization: auth },
+            });
+            const body = response.json<{ content: { email: string }[]; last: boolean }>();
+            seen.push(...body.content.map((s) => s.email));
+            if (body.last) break;
+          }
+          const expected = model(org, { room: 'room', sortBy, sortDirection, size: 2000 }, 2000).content.map((s) => s.email);
+          assert.deepEqual(seen, expected);
+          assert.equal(new Set(seen).size, seen.length);
         }
       }
-      do {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        status = (await t.app.inject('/readyz')).json().searchIndexes;
-      } while (status.loading > 0);
-    }
-    assert.equal(status.organizations, orgs.length, 'every organization is indexed');
-  };
-
-  before(async () => {
-    t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
-    orgs = Array.from({ length: 12 }, (_, i) => fc.sample(orgArb(i), { numRuns: 1, seed: 1000 + i })[0]!);
-    await t.importDirectory({
-      organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
-      credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
     });
-    await loadSearchIndexes();
   });
-  after(async () => t.close());
-
-  /** Asks the app and checks its answer is exactly the model's. */
-  const answersLikeTheModel = async (org: ModelOrg, query: Query) => {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) {
-      if (key !== 'room' && value !== undefined) params.set(key, String(value));
-    }
-    const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: basic('root', 'root-password') } });
-    assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE));
-  };
-  /** Random queries over the current `orgs`, each answered exactly as the model answers it. */
-  const randomQueriesAnswerLikeTheModel = () =>
-    fc.asyncProperty(queryArb(orgs), ({ org: index, ...query }) => answersLikeTheModel(orgs[index]!, query as Query));
-  /** The same queries before and after a change, so cached answers would show. */
-  const FIXED_QUERIES: Query[] = [
-    { room: 'room' },
-    { room: 'room', purpose: 'SIGNATORY_INVITATION', sortBy: 'email' },
-    { room: 'room', searchQuery: 'an', sortDirection: 'DESC' },
-    { room: 'room', roomMember: 'true', page: 1, size: 2 },
-  ];
-
-  it('answers every random query exactly like the model', async () => {
-    await fc.assert(randomQueriesAnswerLikeTheModel(), { numRuns: 800 });
-  });
-
-  it('answers like the model again after an import changes the directory', async () => {
-    // The same app: counts and pages it cached for the old directory must not answer for the new one.
-    for (const org of orgs) for (const query of FIXED_QUERIES) await answersLikeTheModel(org, query);
-    orgs = orgs.map((org, index) =>
-      index % 2 === 1
-        ? org
-        : {
-            ...org,
-            // Some users change, two join (the index in memory is updated with just these), and one room's members are replaced.
-            users: [
-              ...org.users.map((user, k) => (k % 3 === 0 ? { ...user, lastname: `${user.lastname ?? ''}ß`, external: !user.external } : user)),
-              ...[0, 1].map((k) => fc.sample(userArb(org.users.length + k), { numRuns: 1, seed: 2000 + index + k })[0]!),
-            ],
-            rooms: [{ ...org.rooms[0]!, members: org.rooms[0]!.members.slice(1) }, ...org.rooms.slice(1)],
-          },
-    );
-    await t.importDirectory({
-      // The unchanged organizations name their rooms without members: the members stay as they are.
-      organizations: orgs.map((org, index) => ({
-        ...org,
-        rooms: index % 2 === 1 ? org.rooms.map((room) => ({ id: room.id })) : org.rooms,
-        settings: { externalSignatories: org.externalSignatories },
-      })),
-    });
-    // Before the indexes of the new version are loaded (the database answers), and after.
-    for (const org of orgs) for (const query of FIXED_QUERIES) await answersLikeTheModel(org, query);
-    await loadSearchIndexes();
-    await fc.assert(randomQueriesAnswerLikeTheModel(), { numRuns: 800 });
-  });
-
-  it('pages through a whole result without repeating or skipping anyone', async () => {
-    const auth = basic('root', 'root-password');
-    const org = orgs.reduce((a, b) => (a.users.length >= b.users.length ? a : b));
-    for (const sortBy of ['firstname', 'lastname', 'email']) {
-      for (const sortDirection of ['ASC', 'DESC']) {
-        const seen: string[] = [];
-        for (let page = 0; ; page++) {
-          const response = await t.app.inject({
-            url: `${LOOKUP(org.id, 'room')}?size=3&page=${page}&sortBy=${sortBy}&sortDirection=${sortDirection}`,
-            headers: { authorization: auth },
-          });
-          const body = response.json<{ content: { email: string }[]; last: boolean }>();
-          seen.push(...body.content.map((s) => s.email));
-          if (body.last) break;
-        }
-        const expected = model(org, { room: 'room', sortBy, sortDirection, size: 2000 }, 2000).content.map((s) => s.email);
-        assert.deepEqual(seen, expected);
-        assert.equal(new Set(seen).size, seen.length);
-      }
-    }
-  });
-});
 
 /** One change an administrator makes through the directory API (contract section 8). */
 type Write =
@@ -328,100 +343,106 @@ const writeArb = (serial: number): fc.Arbitrary<Write> =>
     fc.record({ at: fc.nat(), add: fc.boolean() }).map(({ at, add }): Write => ({ kind: 'member', at, add })),
   );
 
-for (const mode of MODES) describe(`signatory lookup against the model after REST writes, ${mode.name}`, () => {
-  let t: TestApp;
-  let org: ModelOrg;
-  const MAX_PAGE_SIZE = 10;
-  const auth = basic('root', 'root-password');
-  const API = `/admin/api/v3/organizations`;
+for (const mode of MODES)
+  describe(`signatory lookup against the model after REST writes, ${mode.name}`, () => {
+    let t: TestApp;
+    let org: ModelOrg;
+    const MAX_PAGE_SIZE = 10;
+    const auth = basic('root', 'root-password');
+    const API = `/admin/api/v3/organizations`;
 
-  before(async () => {
-    t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
-    org = fc.sample(orgArb(0), { numRuns: 1, seed: 3000 })[0]!;
-    await t.importDirectory({
-      organizations: [{ ...org, settings: { externalSignatories: org.externalSignatories } }],
-      credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
-    });
-    // With the index on: held (with the room's members) before the first write, so every write is laid over it.
-    if (mode.indexed) {
-      for (const query of ['warm', 'warm-members&roomMember=true']) {
-        await t.app.inject({ url: `${LOOKUP(org.id, 'room')}?searchQuery=${query}`, headers: { authorization: auth } });
-        for (let status = { loading: 1 }; status.loading > 0; ) {
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          status = (await t.app.inject('/readyz')).json().searchIndexes;
+    before(async () => {
+      t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
+      org = fc.sample(orgArb(0), { numRuns: 1, seed: 3000 })[0]!;
+      await t.importDirectory({
+        organizations: [{ ...org, settings: { externalSignatories: org.externalSignatories } }],
+        credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+      });
+      // With the index on: held (with the room's members) before the first write, so every write is laid over it.
+      if (mode.indexed) {
+        for (const query of ['warm', 'warm-members&roomMember=true']) {
+          await t.app.inject({ url: `${LOOKUP(org.id, 'room')}?searchQuery=${query}`, headers: { authorization: auth } });
+          for (let status = { loading: 1 }; status.loading > 0;) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            status = (await t.app.inject('/readyz')).json().searchIndexes;
+          }
         }
       }
-    }
-  });
-  after(async () => t.close());
+    });
+    after(async () => t.close());
 
-  /** Sends the write and changes the model as the contract says it changes the directory. */
-  const apply = async (write: Write) => {
-    const send = (method: 'POST' | 'PATCH' | 'DELETE' | 'PUT', url: string, body?: unknown) =>
-      t.app.inject({ method, url: `${API}/${org.id}${url}`, headers: { authorization: auth, 'content-type': 'application/json' }, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
-    const target = org.users.length === 0 ? undefined : org.users[(write as { at: number }).at % org.users.length];
-    const room = org.rooms[0]!;
-    if (write.kind === 'create') {
-      const response = await send('POST', '/users', write.user);
-      assert.equal(response.statusCode, 201, response.body);
-      org.users.push(write.user);
-    } else if (target === undefined) {
-      return;
-    } else if (write.kind === 'patch') {
-      const response = await send('PATCH', `/users/${target.id}`, write.change);
-      assert.equal(response.statusCode, 200, response.body);
-      Object.assign(target, write.change);
-    } else if (write.kind === 'delete') {
-      assert.equal((await send('DELETE', `/users/${target.id}`)).statusCode, 204);
-      org.users = org.users.filter((user) => user !== target);
-      for (const each of org.rooms) each.members = each.members.filter((id) => id !== target.id);
-    } else {
-      assert.equal((await send(write.add ? 'PUT' : 'DELETE', `/rooms/room/members/${target.id}`)).statusCode, 204);
-      room.members = room.members.filter((id) => id !== target.id);
-      if (write.add) room.members.push(target.id);
-    }
-  };
-
-  const answersLikeTheModel = async (query: Query) => {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) {
-      if (key !== 'room' && value !== undefined) params.set(key, String(value));
-    }
-    const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: auth } });
-    assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE), `after the writes, ${JSON.stringify(query)}`);
-  };
-
-  it('shows at once a change that leaves the search keys as they were (letter case, accents)', async () => {
-    const user: ModelUser = { id: 'case-1', firstname: 'Zoe', lastname: 'Casey', email: 'case.one@Example.test', external: false, status: 'active' };
-    await apply({ kind: 'create', user });
-    const query: Query = { room: 'room', searchQuery: 'casey', sortBy: 'email' };
-    for (const firstname of ['Zoë', 'ZOË', 'Zoe', 'zoë']) {
-      await answersLikeTheModel(query);
-      await apply({ kind: 'patch', at: org.users.indexOf(user), change: { firstname } });
-      await answersLikeTheModel(query);
-    }
-  });
-
-  it('answers every lookup started after a write as the model of the directory after it', async () => {
-    const writes = Array.from({ length: 80 }, (_, serial) => fc.sample(writeArb(serial), { numRuns: 1, seed: 4000 + serial })[0]!);
-    for (const [serial, write] of writes.entries()) {
-      await apply(write);
-      // A query with a term (the in-memory index, where one is held), and random ones.
-      await answersLikeTheModel({ room: 'room', searchQuery: 'e', sortBy: 'email' });
-      await answersLikeTheModel({ room: 'room', purpose: 'SIGNING_REQUEST_SIGNATORY' });
-      // The index with the room's members (edited member by member, laid over what it holds).
-      await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNING_REQUEST_SIGNATORY' });
-      // The same narrow lookups after every write: answers carried across versions when no change touches them.
-      for (const local of ['a1', 'z_2', 'b', 'ä3']) {
-        await answersLikeTheModel({ room: 'room', searchQuery: local });
-        await answersLikeTheModel({ room: 'room', searchQuery: local, purpose: 'SIGNATORY_INVITATION', sortBy: 'email' });
+    /** Sends the write and changes the model as the contract says it changes the directory. */
+    const apply = async (write: Write) => {
+      const send = (method: 'POST' | 'PATCH' | 'DELETE' | 'PUT', url: string, body?: unknown) =>
+        t.app.inject({
+          method,
+          url: `${API}/${org.id}${url}`,
+          headers: { authorization: auth, 'content-type': 'application/json' },
+          ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+        });
+      const target = org.users.length === 0 ? undefined : org.users[(write as { at: number }).at % org.users.length];
+      const room = org.rooms[0]!;
+      if (write.kind === 'create') {
+        const response = await send('POST', '/users', write.user);
+        assert.equal(response.statusCode, 201, response.body);
+        org.users.push(write.user);
+      } else if (target === undefined) {
+        return;
+      } else if (write.kind === 'patch') {
+        const response = await send('PATCH', `/users/${target.id}`, write.change);
+        assert.equal(response.statusCode, 200, response.body);
+        Object.assign(target, write.change);
+      } else if (write.kind === 'delete') {
+        assert.equal((await send('DELETE', `/users/${target.id}`)).statusCode, 204);
+        org.users = org.users.filter((user) => user !== target);
+        for (const each of org.rooms) each.members = each.members.filter((id) => id !== target.id);
+      } else {
+        assert.equal((await send(write.add ? 'PUT' : 'DELETE', `/rooms/room/members/${target.id}`)).statusCode, 204);
+        room.members = room.members.filter((id) => id !== target.id);
+        if (write.add) room.members.push(target.id);
       }
-      await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNATORY_INVITATION', sortBy: 'firstname' });
-      for (const sample of fc.sample(queryArb([org]), { numRuns: 3, seed: 5000 + serial })) {
-        const { org: _index, ...query } = sample;
+    };
+
+    const answersLikeTheModel = async (query: Query) => {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(query)) {
+        if (key !== 'room' && value !== undefined) params.set(key, String(value));
+      }
+      const response = await t.app.inject({ url: `${LOOKUP(org.id, query.room)}?${params}`, headers: { authorization: auth } });
+      assert.equal(response.statusCode, 200, response.body);
+      assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE), `after the writes, ${JSON.stringify(query)}`);
+    };
+
+    it('shows at once a change that leaves the search keys as they were (letter case, accents)', async () => {
+      const user: ModelUser = { id: 'case-1', firstname: 'Zoe', lastname: 'Casey', email: 'case.one@Example.test', external: false, status: 'active' };
+      await apply({ kind: 'create', user });
+      const query: Query = { room: 'room', searchQuery: 'casey', sortBy: 'email' };
+      for (const firstname of ['Zoë', 'ZOË', 'Zoe', 'zoë']) {
+        await answersLikeTheModel(query);
+        await apply({ kind: 'patch', at: org.users.indexOf(user), change: { firstname } });
         await answersLikeTheModel(query);
       }
-    }
+    });
+
+    it('answers every lookup started after a write as the model of the directory after it', async () => {
+      const writes = Array.from({ length: 80 }, (_, serial) => fc.sample(writeArb(serial), { numRuns: 1, seed: 4000 + serial })[0]!);
+      for (const [serial, write] of writes.entries()) {
+        await apply(write);
+        // A query with a term (the in-memory index, where one is held), and random ones.
+        await answersLikeTheModel({ room: 'room', searchQuery: 'e', sortBy: 'email' });
+        await answersLikeTheModel({ room: 'room', purpose: 'SIGNING_REQUEST_SIGNATORY' });
+        // The index with the room's members (edited member by member, laid over what it holds).
+        await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNING_REQUEST_SIGNATORY' });
+        // The same narrow lookups after every write: answers carried across versions when no change touches them.
+        for (const local of ['a1', 'z_2', 'b', 'ä3']) {
+          await answersLikeTheModel({ room: 'room', searchQuery: local });
+          await answersLikeTheModel({ room: 'room', searchQuery: local, purpose: 'SIGNATORY_INVITATION', sortBy: 'email' });
+        }
+        await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNATORY_INVITATION', sortBy: 'firstname' });
+        for (const sample of fc.sample(queryArb([org]), { numRuns: 3, seed: 5000 + serial })) {
+          const { org: _index, ...query } = sample;
+          await answersLikeTheModel(query);
+        }
+      }
+    });
   });
-});

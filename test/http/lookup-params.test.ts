@@ -6,8 +6,7 @@ import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.t
 describe('lookup parameters and scoping', () => {
   let t: TestApp;
   const auth = basic('acme-admin', ACME_PASSWORD);
-  const get = (query: string, room = 'board', org = 'acme') =>
-    t.app.inject({ url: `${LOOKUP(org, room)}${query}`, headers: { authorization: auth } });
+  const get = (query: string, room = 'board', org = 'acme') => t.app.inject({ url: `${LOOKUP(org, room)}${query}`, headers: { authorization: auth } });
 
   before(async () => {
     t = await startTestApp();
@@ -65,7 +64,10 @@ describe('lookup parameters and scoping', () => {
       assert.equal(body.status, 400);
       assert.equal(body.type, 'urn:signroom:problem:invalid-parameter');
       assert.equal(body.instance, LOOKUP('acme', 'board'));
-      assert.deepEqual(body.errors.map((e: { parameter: string }) => e.parameter), [parameter]);
+      assert.deepEqual(
+        body.errors.map((e: { parameter: string }) => e.parameter),
+        [parameter],
+      );
       assert.ok(body.errors[0].message.length > 0);
     });
   }
@@ -74,7 +76,10 @@ describe('lookup parameters and scoping', () => {
     const response = await get('?page=x&size=0&sortBy=x&sortDirection=x&purpose=x&roomMember=x&requiresInvitation=x');
     assert.equal(response.statusCode, 400);
     assert.deepEqual(
-      response.json().errors.map((e: { parameter: string }) => e.parameter).sort(),
+      response
+        .json()
+        .errors.map((e: { parameter: string }) => e.parameter)
+        .sort(),
       ['page', 'purpose', 'requiresInvitation', 'roomMember', 'size', 'sortBy', 'sortDirection'],
     );
   });
@@ -98,7 +103,15 @@ describe('lookup parameters and scoping', () => {
   it('answers a page past the end with the true totals', async () => {
     const body = (await get('?size=3&page=1000000')).json();
     assert.deepEqual(
-      { content: body.content, empty: body.empty, first: body.first, last: body.last, totalElements: body.totalElements, totalPages: body.totalPages, offset: body.pageable.offset },
+      {
+        content: body.content,
+        empty: body.empty,
+        first: body.first,
+        last: body.last,
+        totalElements: body.totalElements,
+        totalPages: body.totalPages,
+        offset: body.pageable.offset,
+      },
       { content: [], empty: true, first: false, last: true, totalElements: 4, totalPages: 2, offset: 3000000 },
     );
   });
@@ -120,7 +133,13 @@ describe('lookup parameters and scoping', () => {
   });
 
   it('answers a 10,000-character query quickly and without error', async () => {
-    for (const searchQuery of ['a'.repeat(10_000), Array.from({ length: 5000 }, (_, i) => `t${i}`).join(' ').slice(0, 10_000), '% '.repeat(5000)]) {
+    for (const searchQuery of [
+      'a'.repeat(10_000),
+      Array.from({ length: 5000 }, (_, i) => `t${i}`)
+        .join(' ')
+        .slice(0, 10_000),
+      '% '.repeat(5000),
+    ]) {
       const started = performance.now();
       const response = await get(`?searchQuery=${encodeURIComponent(searchQuery)}`);
       assert.equal(response.statusCode, 200, response.body);
@@ -139,7 +158,10 @@ describe('lookup parameters and scoping', () => {
   });
 
   it('answers 404 for an unknown room and for a room of another organization', async () => {
-    for (const [org, room] of [['acme', 'nope'], ['acme', 'lobby']]) {
+    for (const [org, room] of [
+      ['acme', 'nope'],
+      ['acme', 'lobby'],
+    ]) {
       const root = await t.app.inject({ url: LOOKUP(org!, room!), headers: { authorization: basic('root', 'root-password') } });
       assert.equal(root.statusCode, 404);
       assert.equal(root.json().code, 'room-not-found');

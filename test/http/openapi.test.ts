@@ -40,14 +40,19 @@ describe('OpenAPI document and docs', () => {
   const statuses = (op: Operation) => Object.keys(op.responses).sort();
 
   it('names the server (contract section 7) and a license', () => {
-    assert.deepEqual(doc['servers'].map((server: { url: string }) => server.url), ['/']);
+    assert.deepEqual(
+      doc['servers'].map((server: { url: string }) => server.url),
+      ['/'],
+    );
     assert.equal(doc['info'].license.identifier, 'Apache-2.0');
   });
 
   it('describes the directory routes with ETag, If-Match and every status their handlers send', () => {
     const user = '/admin/api/v3/organizations/{organizationId}/users/{userId}';
     assert.deepEqual(statuses(operation(user, 'patch')), ['200', '400', '401', '403', '404', '409', '412', '413', '415', '429', '500', '503']);
-    assert.ok(operation(user, 'patch').parameters?.some((parameter: { name: string; in: string }) => parameter.name === 'if-match' && parameter.in === 'header'));
+    assert.ok(
+      operation(user, 'patch').parameters?.some((parameter: { name: string; in: string }) => parameter.name === 'if-match' && parameter.in === 'header'),
+    );
     assert.ok(operation(user, 'get').responses['200']!.headers?.['ETag']);
     assert.ok(operation('/admin/api/v3/organizations/{organizationId}/users', 'post').responses['201']!.headers?.['Location']);
     assert.deepEqual(Object.keys(operation(user, 'patch').requestBody!.content).sort(), ['application/json', 'application/merge-patch+json']);
@@ -77,7 +82,17 @@ describe('OpenAPI document and docs', () => {
     assert.ok(operation.responses['400'].content['application/problem+json'].schema.properties.errors);
     const page = operation.responses['200'].content['application/json'].schema;
     assert.deepEqual(Object.keys(page.properties).sort(), [
-      'content', 'empty', 'first', 'last', 'number', 'numberOfElements', 'pageable', 'size', 'sort', 'totalElements', 'totalPages',
+      'content',
+      'empty',
+      'first',
+      'last',
+      'number',
+      'numberOfElements',
+      'pageable',
+      'size',
+      'sort',
+      'totalElements',
+      'totalPages',
     ]);
   });
 

@@ -46,7 +46,9 @@ describe('real-world PDF corpus', () => {
     } catch {
       assert.fail('pdftoppm is missing: install Debian poppler-utils (apt-get install poppler-utils); .ci/run does');
     }
-    const files = readdirSync(CORPUS).filter((name) => name.toLowerCase().endsWith('.pdf')).sort();
+    const files = readdirSync(CORPUS)
+      .filter((name) => name.toLowerCase().endsWith('.pdf'))
+      .sort();
     assert.ok(files.length > 100, `expected the corpus at ${CORPUS}`);
     const auth = basic('acme-admin', ACME_PASSWORD);
     const results: { file: string; status: number; code?: string; ms: number }[] = [];
@@ -83,9 +85,9 @@ describe('real-world PDF corpus', () => {
     for (const result of refused) {
       if (await popplerRenders(path.join(CORPUS, result.file))) popplerRendered.push(`${result.file} (${result.code})`);
     }
-    const placeholders = (
-      await t.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/board/documents?size=2000', headers: { authorization: auth } })
-    ).json().content.filter((doc: { thumbnail: string }) => doc.thumbnail === 'placeholder').length;
+    const placeholders = (await t.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/board/documents?size=2000', headers: { authorization: auth } }))
+      .json()
+      .content.filter((doc: { thumbnail: string }) => doc.thumbnail === 'placeholder').length;
     context.diagnostic(
       `${files.length} files: ${results.length - refused.length} stored (${placeholders} with a placeholder), ${refused.length} refused ` +
         `(${refused.map((r) => `${r.file}: ${r.code}`).join(', ')}); poppler renders ${popplerRendered.length} of the refused ` +

@@ -28,11 +28,19 @@ describe('SCIM /Groups', () => {
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
   const membersInLookup = async (roomId: string) =>
-    ((await t.app.inject({ url: `${LOOKUP('acme', roomId)}?size=100&purpose=SIGNING_REQUEST_SIGNATORY`, headers: { authorization: basic('root', 'root-password') } })).json<{ content: { email: string }[] }>()).content
-      .map((s) => s.email)
+    (
+      await t.app.inject({
+        url: `${LOOKUP('acme', roomId)}?size=100&purpose=SIGNING_REQUEST_SIGNATORY`,
+        headers: { authorization: basic('root', 'root-password') },
+      })
+    )
+      .json<{ content: { email: string }[] }>()
+      .content.map((s) => s.email)
       .sort();
-  const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
-  const patch = (id: string, operations: unknown[], headers: Record<string, string> = {}) => call('PATCH', `${SCIM}/Groups/${id}`, { schemas: [PATCH_OP], Operations: operations }, headers);
+  const events = async () =>
+    t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
+  const patch = (id: string, operations: unknown[], headers: Record<string, string> = {}) =>
+    call('PATCH', `${SCIM}/Groups/${id}`, { schemas: [PATCH_OP], Operations: operations }, headers);
   const expectError = (response: Awaited<ReturnType<typeof call>>, status: number, scimType?: string) => {
     assert.equal(response.statusCode, status, response.body);
     assert.equal(response.json().status, String(status));
@@ -57,30 +65,49 @@ describe('SCIM /Groups', () => {
     assert.deepEqual(group.members, []);
     const added = await patch(group.id, [{ op: 'Add', path: 'members', value: [{ value: 'u1' }, { value: 'u4' }] }]);
     assert.equal(added.statusCode, 200, added.body);
-    assert.deepEqual(added.json().members.map((m: { value: string }) => m.value), ['u1', 'u4']);
+    assert.deepEqual(
+      added.json().members.map((m: { value: string }) => m.value),
+      ['u1', 'u4'],
+    );
     assert.deepEqual(await membersInLookup(group.id), ['anna@acme.example', 'zoe@acme.example']);
     const removed = await patch(group.id, [{ op: 'Remove', path: 'members', value: [{ value: 'u1' }] }]);
-    assert.deepEqual(removed.json().members.map((m: { value: string }) => m.value), ['u4']);
+    assert.deepEqual(
+      removed.json().members.map((m: { value: string }) => m.value),
+      ['u4'],
+    );
     assert.deepEqual(await membersInLookup(group.id), ['zoe@acme.example']);
     const renamed = await patch(group.id, [{ op: 'Replace', path: 'displayName', value: 'Signers (EU)' }]);
     assert.equal(renamed.json().displayName, 'Signers (EU)');
     const found = await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('externalId eq "entra-group-1"')}&excludedAttributes=members`);
-    assert.deepEqual(found.json().Resources.map((g: { id: string; members?: unknown }) => [g.id, g.members]), [[group.id, undefined]]);
+    assert.deepEqual(
+      found.json().Resources.map((g: { id: string; members?: unknown }) => [g.id, g.members]),
+      [[group.id, undefined]],
+    );
     assert.equal((await call('DELETE', `${SCIM}/Groups/${group.id}`, '')).statusCode, 204);
     expectError(await call('GET', `${SCIM}/Groups/${group.id}`), 404);
     const recorded = (await events()).filter((event) => event.target_id === group.id);
-    assert.deepEqual(recorded.map((event) => [event.action, event.actor]), [
-      ['room.created', `token:${tokenId}`],
-      ['room.member.added', `token:${tokenId}`],
-      ['room.member.added', `token:${tokenId}`],
-      ['room.member.removed', `token:${tokenId}`],
-      ['room.updated', `token:${tokenId}`],
-      ['room.deleted', `token:${tokenId}`],
-    ]);
+    assert.deepEqual(
+      recorded.map((event) => [event.action, event.actor]),
+      [
+        ['room.created', `token:${tokenId}`],
+        ['room.member.added', `token:${tokenId}`],
+        ['room.member.added', `token:${tokenId}`],
+        ['room.member.removed', `token:${tokenId}`],
+        ['room.updated', `token:${tokenId}`],
+        ['room.deleted', `token:${tokenId}`],
+      ],
+    );
   });
 
   it('runs an Okta group cycle: rename by pathless replace, remove by filter, replace members by PUT', async () => {
-    const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Okta group', members: [{ value: 'u1', display: 'Anna' }, { value: 'u2', display: 'Ben' }] });
+    const created = await call('POST', `${SCIM}/Groups`, {
+      schemas: [GROUP],
+      displayName: 'Okta group',
+      members: [
+        { value: 'u1', display: 'Anna' },
+        { value: 'u2', display: 'Ben' },
+      ],
+    });
     assert.equal(created.statusCode, 201, created.body);
     const { id } = created.json();
     assert.deepEqual(await membersInLookup(id), ['anna@acme.example', 'ben@acme.example']);
@@ -89,9 +116,17 @@ describe('SCIM /Groups', () => {
     assert.equal(renamed.json().displayName, 'Okta group renamed');
     await patch(id, [{ op: 'remove', path: 'members[value eq "u2"]' }]);
     assert.deepEqual(await membersInLookup(id), ['anna@acme.example']);
-    const put = await call('PUT', `${SCIM}/Groups/${id}`, { schemas: [GROUP], id, displayName: 'Okta group renamed', members: [{ value: 'u4' }, { value: 'u2' }] });
+    const put = await call('PUT', `${SCIM}/Groups/${id}`, {
+      schemas: [GROUP],
+      id,
+      displayName: 'Okta group renamed',
+      members: [{ value: 'u4' }, { value: 'u2' }],
+    });
     assert.equal(put.statusCode, 200, put.body);
-    assert.deepEqual(put.json().members.map((m: { value: string }) => m.value), ['u2', 'u4']);
+    assert.deepEqual(
+      put.json().members.map((m: { value: string }) => m.value),
+      ['u2', 'u4'],
+    );
     assert.deepEqual(await membersInLookup(id), ['ben@acme.example', 'zoe@acme.example']);
     // A version read before a member change no longer matches.
     const stale = renamed.json().meta.version;
@@ -102,12 +137,21 @@ describe('SCIM /Groups', () => {
     const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Ärzte', members: [{ value: 'u1' }] });
     const { id } = created.json();
     const found = await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('displayName eq "äRZTE"')}`);
-    assert.deepEqual(found.json().Resources.map((g: { id: string }) => g.id), [id]);
+    assert.deepEqual(
+      found.json().Resources.map((g: { id: string }) => g.id),
+      [id],
+    );
     const version = async () => (await t.sql<{ v: number }>(sql`SELECT directory_version AS v FROM organizations WHERE id = 'acme'`))[0]!.v;
     const [versionBefore, eventsBefore] = [await version(), (await events()).length];
-    const again = await patch(id, [{ op: 'Add', path: 'members', value: [{ value: 'u1' }] }, { op: 'Replace', path: 'displayName', value: 'Ärzte' }]);
+    const again = await patch(id, [
+      { op: 'Add', path: 'members', value: [{ value: 'u1' }] },
+      { op: 'Replace', path: 'displayName', value: 'Ärzte' },
+    ]);
     assert.equal(again.statusCode, 200, again.body);
-    assert.deepEqual(again.json().members.map((m: { value: string }) => m.value), ['u1']);
+    assert.deepEqual(
+      again.json().members.map((m: { value: string }) => m.value),
+      ['u1'],
+    );
     assert.equal(Number(await version()), Number(versionBefore));
     assert.equal((await events()).length, eventsBefore);
   });

@@ -18,19 +18,26 @@ interface Model {
 
 type Step = { operation: Record<string, unknown>; apply: (model: Model) => void };
 
-const name = fc.constantFrom('Ada', 'Émile', 'Zoë', 'Ōta', 'de la Cruz', 'O\'Neil');
+const name = fc.constantFrom('Ada', 'Émile', 'Zoë', 'Ōta', 'de la Cruz', "O'Neil");
 const bool = fc.boolean();
 /** Each step: one operation in a form Entra ID or Okta sends, and what it does to the model. */
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  fc.tuple(name, fc.constantFrom('Replace', 'replace', 'Add')).map(([value, op]): Step => ({ operation: { op, path: 'name.givenName', value }, apply: (m) => void (m.givenName = value) })),
-  fc.tuple(name, fc.constantFrom('replace', 'Replace')).map(([value, op]): Step => ({ operation: { op, value: { 'name.familyName': value } }, apply: (m) => void (m.familyName = value) })),
+  fc
+    .tuple(name, fc.constantFrom('Replace', 'replace', 'Add'))
+    .map(([value, op]): Step => ({ operation: { op, path: 'name.givenName', value }, apply: (m) => void (m.givenName = value) })),
+  fc
+    .tuple(name, fc.constantFrom('replace', 'Replace'))
+    .map(([value, op]): Step => ({ operation: { op, value: { 'name.familyName': value } }, apply: (m) => void (m.familyName = value) })),
   fc.constant<Step>({ operation: { op: 'remove', path: 'name.givenName' }, apply: (m) => void (m.givenName = undefined) }),
   fc.tuple(bool, fc.boolean()).map(([value, asString]): Step => ({
     operation: { op: asString ? 'Replace' : 'replace', path: 'active', value: asString ? (value ? 'True' : 'False') : value },
     apply: (m) => void (m.active = value),
   })),
   bool.map((value): Step => ({ operation: { op: 'replace', value: { active: value } }, apply: (m) => void (m.active = value) })),
-  fc.nat(999).map((n): Step => ({ operation: { op: 'Add', path: 'emails[type eq "work"].value', value: `model.${n}@acme.example` }, apply: (m) => void (m.email = `model.${n}@acme.example`) })),
+  fc.nat(999).map((n): Step => ({
+    operation: { op: 'Add', path: 'emails[type eq "work"].value', value: `model.${n}@acme.example` },
+    apply: (m) => void (m.email = `model.${n}@acme.example`),
+  })),
   fc.nat(99).map((n): Step => ({ operation: { op: 'replace', path: 'externalId', value: `ext-${n}` }, apply: (m) => void (m.externalId = `ext-${n}`) })),
   fc.constant<Step>({ operation: { op: 'Replace', path: 'displayName', value: 'Entra writes this; it is ignored' }, apply: () => undefined }),
 );
@@ -44,7 +51,12 @@ describe('SCIM PATCH against a model', () => {
   let t: TestApp;
   let token: string;
   const call = (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown) =>
-    t.app.inject({ method, url, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) }, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+    });
 
   before(async () => {
     t = await startTestApp();
@@ -59,7 +71,12 @@ describe('SCIM PATCH against a model', () => {
       fc.asyncProperty(fc.array(fc.array(stepArb, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), async (patches) => {
         run += 1;
         const userName = `model-user-${run}@acme.example`;
-        const created = await call('POST', `${SCIM}/Users`, { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName, name: { givenName: 'Start', familyName: 'Model' }, emails: [{ value: userName, primary: true }] });
+        const created = await call('POST', `${SCIM}/Users`, {
+          schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+          userName,
+          name: { givenName: 'Start', familyName: 'Model' },
+          emails: [{ value: userName, primary: true }],
+        });
         assert.equal(created.statusCode, 201, created.body);
         const id = created.json().id as string;
         const model: Model = { givenName: 'Start', familyName: 'Model', email: userName, active: true, externalId: undefined };

@@ -30,8 +30,11 @@ describe('SCIM /Users', () => {
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
   const lookupEmails = async (query: string) =>
-    ((await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=100&${query}`, headers: { authorization: basic('root', 'root-password') } })).json<{ content: { email: string }[] }>()).content.map((s) => s.email);
-  const events = async () => t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
+    (await t.app.inject({ url: `${LOOKUP('acme', 'board')}?size=100&${query}`, headers: { authorization: basic('root', 'root-password') } }))
+      .json<{ content: { email: string }[] }>()
+      .content.map((s) => s.email);
+  const events = async () =>
+    t.sql<{ action: string; actor: string; target_id: string }>(sql`SELECT action, actor, target_id FROM audit_events WHERE org_id = 'acme' ORDER BY seq`);
   const assertScimError = (response: Awaited<ReturnType<typeof call>>, status: number, scimType?: string) => {
     assert.equal(response.statusCode, status, response.body);
     assert.equal(response.headers['content-type'], 'application/scim+json; charset=utf-8');
@@ -55,7 +58,13 @@ describe('SCIM /Users', () => {
     const probe = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent('userName eq "Ella.Entra@acme.example"')}`);
     assert.equal(probe.statusCode, 200);
     assert.equal(probe.headers['content-type'], 'application/scim+json; charset=utf-8');
-    assert.deepEqual(probe.json(), { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: 0, startIndex: 1, itemsPerPage: 0, Resources: [] });
+    assert.deepEqual(probe.json(), {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+      totalResults: 0,
+      startIndex: 1,
+      itemsPerPage: 0,
+      Resources: [],
+    });
     const created = await call('POST', `${SCIM}/Users`, {
       schemas: [USER, ENTERPRISE],
       externalId: 'entra-0001',
@@ -80,7 +89,11 @@ describe('SCIM /Users', () => {
     // The lookup by externalId and by userName, ignoring case.
     for (const filter of ['externalId eq "entra-0001"', 'userName eq "ELLA.ENTRA@ACME.EXAMPLE"', 'emails[type eq "work"].value eq "ella.entra@acme.example"']) {
       const found = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(filter)}`);
-      assert.deepEqual(found.json().Resources.map((r: { id: string }) => r.id), [user.id], filter);
+      assert.deepEqual(
+        found.json().Resources.map((r: { id: string }) => r.id),
+        [user.id],
+        filter,
+      );
     }
     // Entra's PATCH: capitalised ops, string booleans, dotted keys in a pathless replace, an email by its type, displayName ignored.
     const patched = await call('PATCH', `${SCIM}/Users/${user.id}`, {
@@ -94,7 +107,10 @@ describe('SCIM /Users', () => {
     assert.equal(patched.statusCode, 200, patched.body);
     assert.equal(patched.json().name.givenName, 'Elle');
     assert.equal(patched.json().displayName, 'Elle Entra');
-    assert.deepEqual(patched.json().emails.map((e: { value: string }) => e.value), ['elle.entra@acme.example']);
+    assert.deepEqual(
+      patched.json().emails.map((e: { value: string }) => e.value),
+      ['elle.entra@acme.example'],
+    );
     assert.ok((await lookupEmails('searchQuery=elle')).includes('elle.entra@acme.example'));
     // What Entra's default mapping sends of attributes signroom does not keep: accepted and ignored.
     const ignored = await call('PATCH', `${SCIM}/Users/${user.id}`, {
@@ -109,27 +125,42 @@ describe('SCIM /Users', () => {
     assert.equal(ignored.statusCode, 200, ignored.body);
     assert.equal(ignored.json().phoneNumbers, undefined);
     // A new primary email added to the list replaces the email.
-    const swapped = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'emails', value: [{ value: 'elle.e@acme.example', primary: true }] }] });
-    assert.deepEqual(swapped.json().emails.map((e: { value: string }) => e.value), ['elle.e@acme.example']);
-    const back = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'emails[type eq "work"].value', value: 'elle.entra@acme.example' }] });
+    const swapped = await call('PATCH', `${SCIM}/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'add', path: 'emails', value: [{ value: 'elle.e@acme.example', primary: true }] }],
+    });
+    assert.deepEqual(
+      swapped.json().emails.map((e: { value: string }) => e.value),
+      ['elle.e@acme.example'],
+    );
+    const back = await call('PATCH', `${SCIM}/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'emails[type eq "work"].value', value: 'elle.entra@acme.example' }],
+    });
     assert.equal(back.statusCode, 200, back.body);
     // Deactivated: never a candidate of a lookup that starts after the answer.
-    const deactivated = await call('PATCH', `${SCIM}/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] });
+    const deactivated = await call('PATCH', `${SCIM}/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'active', value: 'False' }],
+    });
     assert.equal(deactivated.statusCode, 200, deactivated.body);
     assert.equal(deactivated.json().active, false);
     assert.ok(!(await lookupEmails('searchQuery=entra')).includes('elle.entra@acme.example'));
     assert.equal((await call('DELETE', `${SCIM}/Users/${user.id}`, '')).statusCode, 204);
     assertScimError(await call('GET', `${SCIM}/Users/${user.id}`), 404);
     const recorded = (await events()).filter((event) => event.target_id === user.id);
-    assert.deepEqual(recorded.map((event) => [event.action, event.actor]), [
-      ['user.created', `token:${tokenId}`],
-      ['user.updated', `token:${tokenId}`],
-      ['user.updated', `token:${tokenId}`],
-      ['user.updated', `token:${tokenId}`],
-      ['user.updated', `token:${tokenId}`],
-      ['user.updated', `token:${tokenId}`],
-      ['user.deleted', `token:${tokenId}`],
-    ]);
+    assert.deepEqual(
+      recorded.map((event) => [event.action, event.actor]),
+      [
+        ['user.created', `token:${tokenId}`],
+        ['user.updated', `token:${tokenId}`],
+        ['user.updated', `token:${tokenId}`],
+        ['user.updated', `token:${tokenId}`],
+        ['user.updated', `token:${tokenId}`],
+        ['user.updated', `token:${tokenId}`],
+        ['user.deleted', `token:${tokenId}`],
+      ],
+    );
   });
 
   it('runs an Okta provisioning cycle as Okta sends it', async () => {
@@ -138,7 +169,18 @@ describe('SCIM /Users', () => {
     const created = await call(
       'POST',
       `${SCIM}/Users`,
-      { schemas: [USER], userName: 'otto@acme.example', name: { givenName: 'Otto', familyName: 'Okta' }, emails: [{ primary: true, value: 'otto@acme.example', type: 'work' }], displayName: 'Otto Okta', locale: 'en-US', externalId: '00u1okta', groups: [], password: 'Secr3t!', active: true },
+      {
+        schemas: [USER],
+        userName: 'otto@acme.example',
+        name: { givenName: 'Otto', familyName: 'Okta' },
+        emails: [{ primary: true, value: 'otto@acme.example', type: 'work' }],
+        displayName: 'Otto Okta',
+        locale: 'en-US',
+        externalId: '00u1okta',
+        groups: [],
+        password: 'Secr3t!',
+        active: true,
+      },
       { 'content-type': 'application/json; charset=utf-8' },
     );
     assert.equal(created.statusCode, 201, created.body);
@@ -171,7 +213,11 @@ describe('SCIM /Users', () => {
     const list = only.json();
     assert.equal(list.itemsPerPage, 2);
     assert.ok(list.totalResults >= 4);
-    for (const resource of list.Resources) assert.deepEqual(Object.keys(resource).sort(), ['id', 'name', 'schemas', 'userName'].filter((key) => key !== 'name' || resource.name !== undefined).sort());
+    for (const resource of list.Resources)
+      assert.deepEqual(
+        Object.keys(resource).sort(),
+        ['id', 'name', 'schemas', 'userName'].filter((key) => key !== 'name' || resource.name !== undefined).sort(),
+      );
     const without = await call('GET', `${SCIM}/Users/u1?excludedAttributes=emails,meta`);
     assert.equal(without.json().emails, undefined);
     assert.equal(without.json().meta, undefined);
@@ -188,14 +234,23 @@ describe('SCIM /Users', () => {
 
   it('describes itself: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
     const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
-    assert.deepEqual([config.patch.supported, config.bulk.supported, config.filter.supported, config.sort.supported, config.etag.supported], [true, false, true, false, true]);
+    assert.deepEqual(
+      [config.patch.supported, config.bulk.supported, config.filter.supported, config.sort.supported, config.etag.supported],
+      [true, false, true, false, true],
+    );
     const types = (await call('GET', `${SCIM}/ResourceTypes`)).json();
-    assert.deepEqual(types.Resources.map((type: { endpoint: string }) => type.endpoint), ['/Users', '/Groups']);
+    assert.deepEqual(
+      types.Resources.map((type: { endpoint: string }) => type.endpoint),
+      ['/Users', '/Groups'],
+    );
     const schemas = (await call('GET', `${SCIM}/Schemas`)).json();
     const user = schemas.Resources.find((schema: { id: string }) => schema.id === USER);
     assert.ok(user.attributes.some((attribute: { name: string; uniqueness: string }) => attribute.name === 'userName' && attribute.uniqueness === 'server'));
     const group = schemas.Resources.find((schema: { id: string }) => schema.id === 'urn:ietf:params:scim:schemas:core:2.0:Group');
-    assert.deepEqual(group.attributes.map((attribute: { name: string }) => attribute.name), ['id', 'externalId', 'displayName', 'members']);
+    assert.deepEqual(
+      group.attributes.map((attribute: { name: string }) => attribute.name),
+      ['id', 'externalId', 'displayName', 'members'],
+    );
   });
 
   it('refuses bad input with SCIM errors, changing nothing', async () => {
@@ -209,14 +264,30 @@ describe('SCIM /Users', () => {
     assert.equal((await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: `Bearer ${revoked.secret}` })).statusCode, 200);
     await t.sql(sql`DELETE FROM api_tokens WHERE id = ${revoked.id}`);
     assertScimError(await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: `Bearer ${revoked.secret}` }), 401);
-    assert.equal((await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: basic('acme-admin', ACME_PASSWORD) })).statusCode, 200, 'a Basic credential covering the organization works too');
+    assert.equal(
+      (await call('GET', `${SCIM}/Users?count=1`, undefined, { authorization: basic('acme-admin', ACME_PASSWORD) })).statusCode,
+      200,
+      'a Basic credential covering the organization works too',
+    );
     // Filters.
-    for (const filter of ['userName sw "a"', 'title eq "x"', 'userName eq "unbalanced', 'emails[type eq "work"', 'userName eq "a" or userName eq "b"', `userName eq "${'a'.repeat(1_000)}"`, 'active eq true']) {
+    for (const filter of [
+      'userName sw "a"',
+      'title eq "x"',
+      'userName eq "unbalanced',
+      'emails[type eq "work"',
+      'userName eq "a" or userName eq "b"',
+      `userName eq "${'a'.repeat(1_000)}"`,
+      'active eq true',
+    ]) {
       assertScimError(await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(filter)}`), 400, 'invalidFilter');
     }
     // Uniqueness, ignoring case: a userName taken, an email taken.
     assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'ANNA@acme.example' }), 409, 'uniqueness');
-    assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'fresh-name', emails: [{ value: 'Ben@ACME.example' }] }), 409, 'uniqueness');
+    assertScimError(
+      await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'fresh-name', emails: [{ value: 'Ben@ACME.example' }] }),
+      409,
+      'uniqueness',
+    );
     // Bad values.
     assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER] }), 400, 'invalidValue');
     assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'no-email-here' }), 400, 'invalidValue');
@@ -235,7 +306,15 @@ describe('SCIM /Users', () => {
     assertScimError(await call('POST', `${SCIM}/Users`, JSON.stringify({ userName: 'big@acme.example', title: 'x'.repeat(1_100_000) })), 413);
     assertScimError(await call('POST', `${SCIM}/Users`, 'userName=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
     // A stale If-Match.
-    assertScimError(await call('PATCH', `${SCIM}/Users/u1`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'name.givenName', value: 'X' }] }, { 'if-match': '"stale"' }), 412);
+    assertScimError(
+      await call(
+        'PATCH',
+        `${SCIM}/Users/u1`,
+        { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'name.givenName', value: 'X' }] },
+        { 'if-match': '"stale"' },
+      ),
+      412,
+    );
     assertScimError(await call('GET', `${SCIM}/Users/nobody`), 404);
     assertScimError(await call('GET', '/scim/v2/organizations/acme/Nothing'), 404);
     // An organization that does not exist, for a credential covering every one.

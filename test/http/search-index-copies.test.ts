@@ -86,7 +86,7 @@ describe('copies of the search indexes on disk', () => {
     });
   });
 
-  it('a loader does not write its copy over one of a later state the database lists (an import\'s, left meanwhile)', async () => {
+  it("a loader does not write its copy over one of a later state the database lists (an import's, left meanwhile)", async () => {
     const directory = t.config.searchCopiesDir;
     const [organization] = await t.sql<{ version: number | string }>(sql`SELECT directory_version AS version FROM organizations WHERE id = 'acme'`);
     const current = Number(organization!.version);
@@ -109,7 +109,7 @@ describe('copies of the search indexes on disk', () => {
     assert.equal((await snapshotState(directory, 'acme'))?.version, current);
   });
 
-  it('reads the index from the database when the database does not list the copy\'s state (another database, or a restored one)', async () => {
+  it("reads the index from the database when the database does not list the copy's state (another database, or a restored one)", async () => {
     await t.sql(sql`DELETE FROM directory_states`);
     await restarted(async (app) => {
       assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), [], 'the database holds the changed key');

@@ -59,10 +59,26 @@ describe('thumbnails against poppler', () => {
       assert.equal(response.statusCode, 201, response.body);
       const ours = Buffer.from(response.json().thumbnail.replace(/^data:image\/png;base64,/, ''), 'base64');
       const { width, height } = await sharp(ours).metadata();
-      await run('pdftoppm', ['-f', '1', '-l', '1', '-scale-to-x', '200', '-scale-to-y', '-1', '-png', '-singlefile', path.join(CORPUS, file), path.join(out, 'p')]);
+      await run('pdftoppm', [
+        '-f',
+        '1',
+        '-l',
+        '1',
+        '-scale-to-x',
+        '200',
+        '-scale-to-y',
+        '-1',
+        '-png',
+        '-singlefile',
+        path.join(CORPUS, file),
+        path.join(out, 'p'),
+      ]);
       const popplerFull = readFileSync(path.join(out, 'p.png'));
       const full = await sharp(popplerFull).metadata();
-      const poppler = await sharp(popplerFull).extract({ left: 0, top: 0, width: full.width, height: Math.min(full.height, 2 * full.width) }).png().toBuffer();
+      const poppler = await sharp(popplerFull)
+        .extract({ left: 0, top: 0, width: full.width, height: Math.min(full.height, 2 * full.width) })
+        .png()
+        .toBuffer();
       const a = await greyPixels(ours, width, height);
       const b = await greyPixels(poppler, width, height);
       let difference = 0;

@@ -11,7 +11,10 @@ import { ChangeScopedCache, type ChangeSource } from '../../src/lib/change-scope
 describe('ChangeScopedCache', () => {
   it('keeps values while the database token stays, and empties when it moves', () => {
     let databaseToken = 7;
-    const cache = new ChangeScopedCache<string, number>(tokenSource(() => databaseToken), 10);
+    const cache = new ChangeScopedCache<string, number>(
+      tokenSource(() => databaseToken),
+      10,
+    );
     cache.set('a', 1, cache.token());
     assert.equal(cache.get('a'), 1);
     databaseToken = 8;
@@ -20,7 +23,10 @@ describe('ChangeScopedCache', () => {
 
   it('refuses a value read before the database moved or before this process forgot something', () => {
     let databaseToken = 1;
-    const cache = new ChangeScopedCache<string, number>(tokenSource(() => databaseToken), 10);
+    const cache = new ChangeScopedCache<string, number>(
+      tokenSource(() => databaseToken),
+      10,
+    );
     let readAt = cache.token();
     databaseToken = 2; // another connection committed while the read ran
     cache.set('a', 1, readAt);
@@ -42,7 +48,10 @@ describe('ChangeScopedCache', () => {
   });
 
   it('reads through: loads once, then serves the kept value; a load overlapping a write of this process is not kept', async () => {
-    const cache = new ChangeScopedCache<string, number>(tokenSource(() => 1), 10);
+    const cache = new ChangeScopedCache<string, number>(
+      tokenSource(() => 1),
+      10,
+    );
     let loads = 0;
     const load = async () => ++loads;
     assert.equal(await cache.read('a', load), 1);
@@ -61,7 +70,10 @@ describe('ChangeScopedCache', () => {
   });
 
   it('holds nothing when the database cannot tell whether it changed', () => {
-    const cache = new ChangeScopedCache<string, number>(tokenSource(() => undefined), 10);
+    const cache = new ChangeScopedCache<string, number>(
+      tokenSource(() => undefined),
+      10,
+    );
     cache.set('a', 1, cache.token());
     assert.equal(cache.get('a'), undefined);
   });
@@ -82,7 +94,7 @@ describe('ChangeScopedCache', () => {
     }
   });
 
-  it('shares one SQLite reading between the reads of one request, and sees another connection\'s commit in the next', async () => {
+  it("shares one SQLite reading between the reads of one request, and sees another connection's commit in the next", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'signroom-token-'));
     const config = loadConfig({ SIGNROOM_DATA_DIR: dataDir });
     const server = openDatabase(config);

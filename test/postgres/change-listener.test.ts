@@ -111,7 +111,10 @@ describe('PostgreSQL change notices', () => {
     const listener = new PostgresChangeListener(database.env['DATABASE_URL']!);
     await listening(listener);
     const listeners = async () =>
-      Number((await writer.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'signroom-changes'`)).rows[0].n);
+      Number(
+        (await writer.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'signroom-changes'`)).rows[0]
+          .n,
+      );
     assert.equal(await listeners(), 1);
     await listener.close();
     assert.equal(listener.token(), undefined);

@@ -24,7 +24,12 @@ describe('parallel scans for search passes', () => {
   });
 
   const costs = async (trx: Kysely<Database>) =>
-    (await sql<{ setup: string; tuple: string }>`select current_setting('parallel_setup_cost') as setup, current_setting('parallel_tuple_cost') as tuple`.execute(trx)).rows[0]!;
+    (
+      await sql<{
+        setup: string;
+        tuple: string;
+      }>`select current_setting('parallel_setup_cost') as setup, current_setting('parallel_tuple_cost') as tuple`.execute(trx)
+    ).rows[0]!;
 
   it('makes parallel plans cheap inside the pass only', async () => {
     const server = await costs(db);
@@ -39,7 +44,10 @@ describe('parallel scans for search passes', () => {
   it('restores the settings when the pass fails, and reports a failed statement as it was', async () => {
     const server = await costs(db);
     await db.transaction().execute(async (trx) => {
-      await assert.rejects(withParallelScans(trx, () => Promise.reject(new Error('the pass failed'))), /the pass failed/);
+      await assert.rejects(
+        withParallelScans(trx, () => Promise.reject(new Error('the pass failed'))),
+        /the pass failed/,
+      );
       assert.deepEqual(await costs(trx), server);
     });
     await assert.rejects(

@@ -32,11 +32,15 @@ describe('the sort-indexes-cover-seq migration (PostgreSQL)', () => {
       await importDirectory(handle.db, validateDirectoryFile(DIRECTORY).file);
       await downTo('2026-11-23T0700-search-index-without-positions');
       const definitions = async () =>
-        (await sql<{ definition: string }>`select indexdef as definition from pg_indexes where tablename = 'users' and indexname like 'users_by_%' order by indexname`.execute(handle.db)).rows.map(
-          (row) => row.definition,
-        );
+        (
+          await sql<{
+            definition: string;
+          }>`select indexdef as definition from pg_indexes where tablename = 'users' and indexname like 'users_by_%' order by indexname`.execute(handle.db)
+        ).rows.map((row) => row.definition);
       const byLastname = async () =>
-        (await sql<{ seq: number }>`select seq from users order by org_id, lastname_key, firstname_key, email_key, id`.execute(handle.db)).rows.map((row) => row.seq);
+        (await sql<{ seq: number }>`select seq from users order by org_id, lastname_key, firstname_key, email_key, id`.execute(handle.db)).rows.map(
+          (row) => row.seq,
+        );
       const before = await byLastname();
       assert.ok(before.length > 0);
       assert.ok((await definitions()).every((definition) => !definition.includes('INCLUDE')));
@@ -44,11 +48,18 @@ describe('the sort-indexes-cover-seq migration (PostgreSQL)', () => {
       await migrateToLatest(handle);
       const covering = await definitions();
       assert.equal(covering.length, 3);
-      assert.ok(covering.every((definition) => definition.endsWith('INCLUDE (seq)')), covering.join('\n'));
+      assert.ok(
+        covering.every((definition) => definition.endsWith('INCLUDE (seq)')),
+        covering.join('\n'),
+      );
       assert.deepEqual(await byLastname(), before);
       await sql`vacuum users`.execute(handle.db);
       await sql`set enable_seqscan = off`.execute(handle.db);
-      const plan = (await sql<{ 'QUERY PLAN': string }>`explain select seq from users where org_id = 'acme' order by lastname_key, firstname_key, email_key, id`.execute(handle.db)).rows
+      const plan = (
+        await sql<{ 'QUERY PLAN': string }>`explain select seq from users where org_id = 'acme' order by lastname_key, firstname_key, email_key, id`.execute(
+          handle.db,
+        )
+      ).rows
         .map((row) => row['QUERY PLAN'])
         .join('\n');
       assert.match(plan, /Index Only Scan using users_by_lastname/);

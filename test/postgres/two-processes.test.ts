@@ -79,14 +79,26 @@ describe('two signroom processes on one PostgreSQL', () => {
           fetch(`${server.url}${DOCUMENTS}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': key }, body }),
         ),
       );
-      const answers = await Promise.all(responses.map(async (response) => ({ status: response.status, body: (await response.json()) as { id: string; thumbnail: string } })));
-      assert.deepEqual(answers.map((answer) => answer.status), [201, 201], JSON.stringify(answers));
+      const answers = await Promise.all(
+        responses.map(async (response) => ({ status: response.status, body: (await response.json()) as { id: string; thumbnail: string } })),
+      );
+      assert.deepEqual(
+        answers.map((answer) => answer.status),
+        [201, 201],
+        JSON.stringify(answers),
+      );
       assert.equal(answers[0]!.body.id, answers[1]!.body.id, `${key}: both answers name the same document`);
       assert.equal(answers[0]!.body.thumbnail, answers[1]!.body.thumbnail);
     }
     const after = (await (await fetch(`${b().url}${DOCUMENTS}?size=100`, { headers: auth })).json()) as { totalElements: number; content: { name: string }[] };
     assert.equal(after.totalElements, before + keys.length);
-    assert.deepEqual(after.content.map((document) => document.name).filter((name) => name.startsWith('race-')).sort(), keys);
+    assert.deepEqual(
+      after.content
+        .map((document) => document.name)
+        .filter((name) => name.startsWith('race-'))
+        .sort(),
+      keys,
+    );
   });
 
   it('sees an import made while both serve, with exact totals on both', async () => {

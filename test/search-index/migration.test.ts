@@ -30,12 +30,13 @@ describe('the search-index-without-positions migration (SQLite)', () => {
       await migrateToLatest(handle);
       await importDirectory(handle.db, validateDirectoryFile(DIRECTORY).file);
       await upTo('2026-11-23T0600-change-notices');
-      const definition = async () =>
-        (await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE name = 'users_search'`.execute(handle.db)).rows[0]!.sql;
+      const definition = async () => (await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE name = 'users_search'`.execute(handle.db)).rows[0]!.sql;
       const phrase = async (query: string) =>
-        (await sql<{ id: string }>`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH ${query}) ORDER BY u.id`.execute(handle.db)).rows.map(
-          (row) => row.id,
-        );
+        (
+          await sql<{
+            id: string;
+          }>`SELECT u.id FROM users u WHERE u.seq IN (SELECT rowid FROM users_search WHERE users_search MATCH ${query}) ORDER BY u.id`.execute(handle.db)
+        ).rows.map((row) => row.id);
       const before = await phrase('"anna@"');
       assert.ok(before.length > 0);
 

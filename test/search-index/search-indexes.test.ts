@@ -9,7 +9,14 @@ import { SearchIndexes, type DirectoryReads } from '../../src/search-index/searc
 /** Organizations as a fake loader serves them: a version and a number of users (about 70 bytes each in an index). */
 type Directory = Map<
   string,
-  { version: number; users: number; members?: number[]; keyLength?: number; changes?: { changed: ChangedUser[]; rooms: string[]; editedRooms?: string[] }; replacedRooms?: string[] }
+  {
+    version: number;
+    users: number;
+    members?: number[];
+    keyLength?: number;
+    changes?: { changed: ChangedUser[]; rooms: string[]; editedRooms?: string[] };
+    replacedRooms?: string[];
+  }
 >;
 
 /** User `seq`'s search key: no first or last name, an email that sorts by seq. */
@@ -51,7 +58,10 @@ function fakeLoader(
   };
   const reads: DirectoryReads = {
     bySize: async (minUsers) =>
-      [...directory].filter(([, org]) => org.users >= minUsers).map(([orgId, org]) => ({ orgId, users: org.users })).sort((a, b) => b.users - a.users),
+      [...directory]
+        .filter(([, org]) => org.users >= minUsers)
+        .map(([orgId, org]) => ({ orgId, users: org.users }))
+        .sort((a, b) => b.users - a.users),
     sizeOf: async (orgId) => directory.get(orgId),
     versionsOf: async (orgIds) => new Map(orgIds.flatMap((orgId) => (directory.has(orgId) ? [[orgId, directory.get(orgId)!.version]] : []))),
     changesSince: async (job) => {
@@ -93,7 +103,11 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     assert.equal(indexes.index('acme', 2)?.users, 12);
     assert.equal(indexes.index('acme', 1), undefined, 'and is gone once it is');
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'organization'], 'what changed was asked first (too much here), then the whole index');
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'changes', 'organization'],
+      'what changed was asked first (too much here), then the whole index',
+    );
   });
 
   it('takes an index from its copy on disk, without a loading process, and lays over what changed since the copy', async () => {
@@ -107,13 +121,24 @@ describe('SearchIndexes', () => {
     await indexes.close();
 
     // A copy of version 3 while the database is at 4: only what changed since is read.
-    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false, candidate: true };
+    const added: ChangedUser = {
+      seq: 11,
+      id: 'u11',
+      searchKey: `\n\n${emailOf(11)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(11) },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+    };
     directory.set('acme', { version: 4, users: 11, changes: { changed: [added], rooms: [] } });
     const restarted = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     restarted.index('acme', 4);
     await settled(restarted);
     assert.equal(restarted.index('acme', 4)?.users, 11);
-    assert.deepEqual(jobs.map((job) => job.kind), ['changes']);
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['changes'],
+    );
     await restarted.close();
 
     // Too much changed since the copy: the index is read whole after all.
@@ -123,7 +148,10 @@ describe('SearchIndexes', () => {
     await settled(again);
     assert.equal(again.index('acme', 5)?.users, 12);
     // After a whole read, what changed since it began is looked for at once.
-    assert.deepEqual(jobs.map((job) => job.kind), ['changes', 'changes', 'organization', 'changes']);
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['changes', 'changes', 'organization', 'changes'],
+    );
     await again.close();
   });
 
@@ -134,7 +162,10 @@ describe('SearchIndexes', () => {
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     indexes.index('acme', 1);
     await settled(indexes);
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization']);
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization'],
+    );
 
     // Many changes (the fake has none to lay over) and a copy of the new version: the copy is taken.
     directory.set('acme', { version: 2, users: 14 });
@@ -142,7 +173,11 @@ describe('SearchIndexes', () => {
     indexes.index('acme', 2);
     await settled(indexes);
     assert.equal(indexes.index('acme', 2)?.users, 14);
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes'], 'no whole read');
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'changes'],
+      'no whole read',
+    );
     assert.deepEqual(copiesRead, ['acme']);
 
     // A copy no newer than the index held is of no use: read whole.
@@ -150,7 +185,10 @@ describe('SearchIndexes', () => {
     indexes.index('acme', 3);
     await settled(indexes);
     assert.equal(indexes.index('acme', 3)?.users, 15);
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'changes', 'changes', 'organization']);
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'changes', 'changes', 'organization'],
+    );
     assert.deepEqual(copiesRead, ['acme'], 'the older copy was passed over');
     await indexes.close();
   });
@@ -172,9 +210,15 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     const fromCopy = indexes.index('acme', 2)!;
     const loads = jobs.length;
-    assert.deepEqual([1, 3, 12].map((user) => indexes.members('acme', fromCopy, 'kept')?.has(user)), [true, true, false]);
+    assert.deepEqual(
+      [1, 3, 12].map((user) => indexes.members('acme', fromCopy, 'kept')?.has(user)),
+      [true, true, false],
+    );
     assert.equal(indexes.members('acme', fromCopy, 'replaced'), undefined, 'read again');
-    assert.deepEqual(jobs.slice(loads).map((job) => job.kind === 'room' && job.roomId), ['replaced']);
+    assert.deepEqual(
+      jobs.slice(loads).map((job) => job.kind === 'room' && job.roomId),
+      ['replaced'],
+    );
 
     // The same when the index is read whole (no newer copy).
     directory.set('acme', { version: 3, users: 15 });
@@ -199,7 +243,11 @@ describe('SearchIndexes', () => {
     await indexes.preload();
     assert.deepEqual(copiesRead, ['copied']);
     assert.equal(indexes.index('copied', 2)?.users, 30, 'held before preload resolves');
-    assert.deepEqual(jobs.map((job) => job.orgId), ['read'], 'the whole read has started, and goes on');
+    assert.deepEqual(
+      jobs.map((job) => job.orgId),
+      ['read'],
+      'the whole read has started, and goes on',
+    );
     assert.deepEqual(indexes.status(), { organizations: 1, loading: 1 });
     open();
     await settled(indexes);
@@ -208,7 +256,7 @@ describe('SearchIndexes', () => {
     await indexes.close();
   });
 
-  it('does not keep a room\'s members in an index read at a version after which they may have been replaced', async () => {
+  it("does not keep a room's members in an index read at a version after which they may have been replaced", async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
     const options: { gate?: Promise<void> } = {};
     const { load, reads } = fakeLoader(directory, options);
@@ -231,7 +279,10 @@ describe('SearchIndexes', () => {
     const index = indexes.index('acme', 3)!;
     assert.equal(indexes.members('acme', index, 'board'), undefined, 'read again, not kept from version 1');
     await settled(indexes);
-    assert.deepEqual([1, 3, 4].map((user) => indexes.members('acme', index, 'board')?.has(user)), [false, false, true]);
+    assert.deepEqual(
+      [1, 3, 4].map((user) => indexes.members('acme', index, 'board')?.has(user)),
+      [false, false, true],
+    );
     await indexes.close();
   });
 
@@ -248,7 +299,10 @@ describe('SearchIndexes', () => {
       await indexes.close();
       return ms;
     };
-    assert.ok((await within(new SearchIndexes(noDatabase, policy, load, log, { ...reads, bySize: () => new Promise(() => undefined) }))) < 500, 'a listing that hangs');
+    assert.ok(
+      (await within(new SearchIndexes(noDatabase, policy, load, log, { ...reads, bySize: () => new Promise(() => undefined) }))) < 500,
+      'a listing that hangs',
+    );
     const slowCopy = { ...reads, snapshotOf: () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 2_000)) };
     assert.ok((await within(new SearchIndexes(noDatabase, policy, load, log, slowCopy))) < 500, 'a copy that takes long');
     await within(new SearchIndexes(noDatabase, policy, load, log, { ...reads, bySize: async () => Promise.reject(new Error('database unreachable')) }));
@@ -259,7 +313,13 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
     const { load, jobs, reads } = fakeLoader(directory);
     const logged: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: (_d, message) => logged.push(message), warn: () => undefined }, reads);
+    const indexes = new SearchIndexes(
+      noDatabase,
+      { memoryBytes: 1 << 20, minUsers: 0 },
+      load,
+      { info: (_d, message) => logged.push(message), warn: () => undefined },
+      reads,
+    );
     indexes.index('acme', 1);
     await settled(indexes);
     for (const room of ['board', 'staff']) indexes.members('acme', indexes.index('acme', 1)!, room);
@@ -282,11 +342,18 @@ describe('SearchIndexes', () => {
     const all = index.search({ terms: ['user'], includeExternal: false, filter: {}, sortBy: 'email', direction: 'DESC', offset: 0, size: 3 });
     assert.deepEqual(all, { total: 11, seqs: [12, 11, 10] }, 'the external user is left out, the new ones sort last');
     const board = indexes.members('acme', index, 'board');
-    assert.deepEqual([...Array(12).keys()].filter((user) => board?.has(user)), [1, 3], 'the board room kept its members');
+    assert.deepEqual(
+      [...Array(12).keys()].filter((user) => board?.has(user)),
+      [1, 3],
+      'the board room kept its members',
+    );
     assert.equal(indexes.members('acme', index, 'staff'), undefined, 'the staff room is read again');
     await settled(indexes);
     assert.ok(indexes.members('acme', index, 'staff')?.has(11));
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'room', 'changes', 'room']);
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'room', 'room', 'changes', 'room'],
+    );
     assert.ok(logged.includes('search index: updated with what changed'));
   });
 
@@ -309,14 +376,22 @@ describe('SearchIndexes', () => {
       rooms,
     });
     // Version 2: user 2 left the board, user 7 joined it, new user 11 joined it and the staff room.
-    directory.set('acme', { version: 2, users: 11, changes: { changed: [changed(2, []), changed(7, ['board']), changed(11, ['board', 'staff'])], rooms: [], editedRooms: ['board', 'staff'] } });
+    directory.set('acme', {
+      version: 2,
+      users: 11,
+      changes: { changed: [changed(2, []), changed(7, ['board']), changed(11, ['board', 'staff'])], rooms: [], editedRooms: ['board', 'staff'] },
+    });
     indexes.index('acme', 2);
     await settled(indexes);
     const index = indexes.index('acme', 2)!;
     const members = (room: string) => [...Array(11).keys()].filter((user) => indexes.members('acme', index, room)?.has(user));
     assert.deepEqual(members('board'), [3, 6, 10], 'seqs 4, 7 and 11');
     assert.deepEqual(members('staff'), [3, 10], 'seq 4 as loaded (the fake loads seqs 2 and 4 for every room), seq 2 a member of none now, and 11');
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'room', 'changes'], 'no room read again');
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'room', 'room', 'changes'],
+      'no room read again',
+    );
   });
 
   it('merges many changes laid over into the index in memory, never reading it whole for them', async () => {
@@ -329,7 +404,15 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     const added = Array.from({ length: 2_001 }, (_, k): ChangedUser => {
       const seq = 3_001 + k;
-      return { seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false, candidate: true };
+      return {
+        seq,
+        id: `u${seq}`,
+        searchKey: `\n\n${emailOf(seq)}`,
+        sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+        external: false,
+        needsInvite: false,
+        candidate: true,
+      };
     });
     directory.set('acme', { version: 2, users: 5_001, members: [5], changes: { changed: added, rooms: [] } });
     indexes.index('acme', 2);
@@ -340,7 +423,13 @@ describe('SearchIndexes', () => {
     const board = indexes.members('acme', compacted, 'board');
     assert.ok(board !== undefined, "the rooms' members stand: users keep their numbers");
     // The next write is laid over the merged index.
-    const one: ChangedUser = { ...added[0]!, seq: 5_002, id: 'u5002', searchKey: `\n\n${emailOf(5_002)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(5_002) } };
+    const one: ChangedUser = {
+      ...added[0]!,
+      seq: 5_002,
+      id: 'u5002',
+      searchKey: `\n\n${emailOf(5_002)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(5_002) },
+    };
     directory.set('acme', { version: 3, users: 5_002, members: [5], changes: { changed: [one], rooms: [] } });
     indexes.index('acme', 3);
     await settled(indexes);
@@ -348,7 +437,11 @@ describe('SearchIndexes', () => {
     assert.equal(next.users, 5_002);
     assert.equal(next.changesLaidOver, 1);
     assert.equal(next.search({ terms: [emailOf(5_002)], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }).total, 1);
-    assert.deepEqual(jobs.map((job) => job.kind), ['organization', 'room', 'changes', 'changes'], 'never read whole again');
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'room', 'changes', 'changes'],
+      'never read whole again',
+    );
   });
 
   it('lets a lookup wait, briefly, for the index to take in what changed', async () => {
@@ -361,7 +454,15 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.status().loading, 0, 'nothing held: no wait, nothing queued');
     indexes.index('acme', 1);
     await settled(indexes);
-    const added = (seq: number): ChangedUser => ({ seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false, candidate: true });
+    const added = (seq: number): ChangedUser => ({
+      seq,
+      id: `u${seq}`,
+      searchKey: `\n\n${emailOf(seq)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+    });
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
     await indexes.catchUp('acme', 2, 60_000);
     assert.equal(indexes.index('acme', 2)?.users, 11, 'at the new version once the wait is over');
@@ -387,7 +488,15 @@ describe('SearchIndexes', () => {
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { ...reads, changesSince });
     indexes.index('acme', 1);
     await settled(indexes);
-    const added = (seq: number): ChangedUser => ({ seq, id: `u${seq}`, searchKey: `\n\n${emailOf(seq)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(seq) }, external: false, needsInvite: false, candidate: true });
+    const added = (seq: number): ChangedUser => ({
+      seq,
+      id: `u${seq}`,
+      searchKey: `\n\n${emailOf(seq)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+    });
     holding = true;
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
     indexes.index('acme', 2);
@@ -404,27 +513,48 @@ describe('SearchIndexes', () => {
   });
 
   it('watches the versions of the organizations held, and applies a change before any lookup asks for it', async () => {
-    const directory: Directory = new Map([['acme', { version: 1, users: 10 }], ['other', { version: 1, users: 10 }]]);
+    const directory: Directory = new Map([
+      ['acme', { version: 1, users: 10 }],
+      ['other', { version: 1, users: 10 }],
+    ]);
     const { load, jobs, reads } = fakeLoader(directory);
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     indexes.index('acme', 1);
     await settled(indexes);
     let token = 1;
     indexes.watch({ token: () => token, catchUp: () => undefined }, 5);
-    const added: ChangedUser = { seq: 11, id: 'u11', searchKey: `\n\n${emailOf(11)}`, sortKeys: { firstname: '', lastname: '', email: emailOf(11) }, external: false, needsInvite: false, candidate: true };
+    const added: ChangedUser = {
+      seq: 11,
+      id: 'u11',
+      searchKey: `\n\n${emailOf(11)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(11) },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+    };
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added], rooms: [] } });
     directory.set('other', { version: 2, users: 10 });
     token += 1;
     while (jobs.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
     await settled(indexes);
-    assert.deepEqual(jobs.map((job) => [job.kind, job.orgId]), [['organization', 'acme'], ['changes', 'acme']], 'only the organization held is looked at');
+    assert.deepEqual(
+      jobs.map((job) => [job.kind, job.orgId]),
+      [
+        ['organization', 'acme'],
+        ['changes', 'acme'],
+      ],
+      'only the organization held is looked at',
+    );
     assert.equal(indexes.status().loading, 0);
     assert.equal(indexes.index('acme', 2)?.users, 11, 'ready at the new version, which no lookup had asked for');
     await indexes.close();
   });
 
   it('does not index an organization below the minimum or beyond the memory, until its version changes', async () => {
-    const directory: Directory = new Map([['small', { version: 1, users: 3 }], ['huge', { version: 1, users: 100_000 }]]);
+    const directory: Directory = new Map([
+      ['small', { version: 1, users: 3 }],
+      ['huge', { version: 1, users: 100_000 }],
+    ]);
     const { load, jobs, reads } = fakeLoader(directory);
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 5 }, load, quiet, reads);
     for (const orgId of ['small', 'huge']) {
@@ -506,7 +636,10 @@ describe('SearchIndexes', () => {
 
   it('drops nothing when dropping all it may would still not make room', async () => {
     // The big one's keys are longer than the 80 bytes a user the memory check before loading assumes.
-    const directory: Directory = new Map([['small', { version: 1, users: 20 }], ['big', { version: 1, users: 100, keyLength: 120 }]]);
+    const directory: Directory = new Map([
+      ['small', { version: 1, users: 20 }],
+      ['big', { version: 1, users: 100, keyLength: 120 }],
+    ]);
     const { load, reads } = fakeLoader(directory);
     const one = parts(1, 100, 120);
     const size = bytesOfParts(one);
@@ -533,7 +666,7 @@ describe('SearchIndexes', () => {
     assert.equal(jobs.length, 1);
   });
 
-  it('loads a room\'s members when a filter needs them, at the index\'s version', async () => {
+  it("loads a room's members when a filter needs them, at the index's version", async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
     const { load, reads } = fakeLoader(directory);
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
@@ -543,14 +676,23 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.members('acme', index, 'board'), undefined);
     await settled(indexes);
     const members = indexes.members('acme', index, 'board');
-    assert.deepEqual([0, 1, 2, 3].map((user) => members?.has(user)), [false, true, false, true]);
+    assert.deepEqual(
+      [0, 1, 2, 3].map((user) => members?.has(user)),
+      [false, true, false, true],
+    );
   });
 
   it('after a failed load, waits before trying the organization again', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const { load, jobs, reads } = fakeLoader(directory, { fail: new Set(['acme']) });
     const warnings: string[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, { info: () => undefined, warn: (_d, message) => warnings.push(message) }, reads);
+    const indexes = new SearchIndexes(
+      noDatabase,
+      { memoryBytes: 1 << 20, minUsers: 0 },
+      load,
+      { info: () => undefined, warn: (_d, message) => warnings.push(message) },
+      reads,
+    );
     indexes.index('acme', 1);
     await settled(indexes);
     indexes.index('acme', 1);
@@ -563,7 +705,13 @@ describe('SearchIndexes', () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const held = fakeLoader(directory, { gate: new Promise<void>(() => undefined) });
     const warnings: unknown[] = [];
-    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 }, held.load, { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) }, held.reads);
+    const indexes = new SearchIndexes(
+      noDatabase,
+      { memoryBytes: 1 << 20, minUsers: 0, loadTimeoutMs: 20 },
+      held.load,
+      { info: () => undefined, warn: (details) => warnings.push((details as { err: Error }).err.message) },
+      held.reads,
+    );
     indexes.index('acme', 1);
     await settled(indexes);
     assert.deepEqual(warnings, ['the load took longer than 20 ms and was stopped'], 'the stuck load was stopped');

@@ -10,7 +10,15 @@ import { readSnapshot, writeSnapshot, type DirectoryState } from '../../src/sear
 /** The parts of an index of `users` users with keys and orders that differ from user to user. */
 function sampleParts(version: number, users: number): SearchIndexParts {
   const builder = new SearchIndexBuilder(version, users);
-  builder.addUsers(Array.from({ length: users }, (_, k) => ({ seq: 10 + k * 3, searchKey: `zoë ${k}\nmüller\nuser.${k}@x.example`, external: k % 3 === 0, needsInvite: k % 5 === 0, candidate: true })));
+  builder.addUsers(
+    Array.from({ length: users }, (_, k) => ({
+      seq: 10 + k * 3,
+      searchKey: `zoë ${k}\nmüller\nuser.${k}@x.example`,
+      external: k % 3 === 0,
+      needsInvite: k % 5 === 0,
+      candidate: true,
+    })),
+  );
   const seqs = Array.from({ length: users }, (_, k) => 10 + k * 3);
   builder.addOrder('lastname', seqs);
   builder.addOrder('firstname', [...seqs].reverse());
@@ -25,7 +33,10 @@ describe('search index copies on disk', () => {
   const state: DirectoryState = { version: 7, stamp: '6f0c1d9e-stamp' };
   const parts = sampleParts(state.version, 500);
   /** What a database listing only `listed` would confirm. */
-  const listing = (...listed: DirectoryState[]) => async (asked: DirectoryState) => listed.some((one) => one.version === asked.version && one.stamp === asked.stamp);
+  const listing =
+    (...listed: DirectoryState[]) =>
+    async (asked: DirectoryState) =>
+      listed.some((one) => one.version === asked.version && one.stamp === asked.stamp);
   const listsState = listing(state);
   const file = () => path.join(directory, 'org-acme.index');
 

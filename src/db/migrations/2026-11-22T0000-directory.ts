@@ -38,21 +38,9 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   await db.schema.createIndex('users_email_unique').unique().on('users').columns(['org_id', 'email_lower']).execute();
   // One index per sort field, in the contract's full sort-key order, so every
   // page is read in order from an index (either direction) without sorting.
-  await db.schema
-    .createIndex('users_by_lastname')
-    .on('users')
-    .columns(['org_id', 'lastname_key', 'firstname_key', 'email_key', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('users_by_firstname')
-    .on('users')
-    .columns(['org_id', 'firstname_key', 'lastname_key', 'email_key', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('users_by_email')
-    .on('users')
-    .columns(['org_id', 'email_key', 'lastname_key', 'firstname_key', 'id'])
-    .execute();
+  await db.schema.createIndex('users_by_lastname').on('users').columns(['org_id', 'lastname_key', 'firstname_key', 'email_key', 'id']).execute();
+  await db.schema.createIndex('users_by_firstname').on('users').columns(['org_id', 'firstname_key', 'lastname_key', 'email_key', 'id']).execute();
+  await db.schema.createIndex('users_by_email').on('users').columns(['org_id', 'email_key', 'lastname_key', 'firstname_key', 'id']).execute();
 
   if (dialect === 'postgres') {
     // Substring search: a trigram GIN index over the folded search key, which

@@ -32,7 +32,10 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
     FROM blobs b CROSS JOIN LATERAL generate_series(0, greatest(length(b.bytes) - 1, 0) / ${sql.lit(CHUNK_BYTES)}) AS c(seq)`.execute(db);
   // Emptied before the column is dropped, which alone would leave the old values taking space.
   await sql`UPDATE blobs SET size_bytes = length(bytes), bytes = ''::bytea`.execute(db);
-  await db.schema.alterTable('blobs').alterColumn('size_bytes', (c) => c.setNotNull()).execute();
+  await db.schema
+    .alterTable('blobs')
+    .alterColumn('size_bytes', (c) => c.setNotNull())
+    .execute();
   await db.schema.alterTable('blobs').dropColumn('bytes').execute();
 }
 
@@ -43,7 +46,10 @@ export async function down(db: Kysely<any>, dialect: DialectName): Promise<void>
   await sql`
     UPDATE blobs SET bytes = coalesce(
       (SELECT string_agg(c.bytes, ''::bytea ORDER BY c.seq) FROM blob_chunks c WHERE c.sha256 = blobs.sha256), ''::bytea)`.execute(db);
-  await db.schema.alterTable('blobs').alterColumn('bytes', (c) => c.setNotNull()).execute();
+  await db.schema
+    .alterTable('blobs')
+    .alterColumn('bytes', (c) => c.setNotNull())
+    .execute();
   await db.schema.dropTable('blob_chunks').execute();
   await db.schema.alterTable('blobs').dropColumn('size_bytes').execute();
 }

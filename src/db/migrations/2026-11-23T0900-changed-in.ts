@@ -13,10 +13,16 @@ import type { DialectName } from '../dialect.ts';
  * the count).
  */
 export async function up(db: Kysely<any>, _dialect: DialectName): Promise<void> {
-  await db.schema.alterTable('users').addColumn('changed_in', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('users')
+    .addColumn('changed_in', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   // Partial: a directory's first load marks nothing (0), so its million users cost the index nothing.
   await db.schema.createIndex('users_changed_in').on('users').columns(['org_id', 'changed_in']).where(sql.ref('changed_in'), '>', 0).execute();
-  await db.schema.alterTable('rooms').addColumn('members_changed_in', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('rooms')
+    .addColumn('members_changed_in', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }
 
 export async function down(db: Kysely<any>, _dialect: DialectName): Promise<void> {

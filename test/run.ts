@@ -27,7 +27,7 @@ function suiteFiles(dialect: string, first: boolean): string[] {
   if (first)
     files.unshift(
       'test/domain/**/*.test.ts',
-      'test/services/**/*.test.ts',
+      'test/documents/**/*.test.ts',
       'test/lib/**/*.test.ts',
       'test/search-index/**/*.test.ts',
       'test/directory/**/*.test.ts',

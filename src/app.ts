@@ -4,7 +4,6 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Authenticator } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
-import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { requireAuth } from './http/auth-hook.ts';
 import { SCIM_PREFIX, scimRoutes } from './http/scim-routes.ts';
 import { ScimGroups } from './scim/scim-groups.ts';
@@ -16,14 +15,13 @@ import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watc
 import { compileTextParameters } from './http/query-validator.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
-import { removeOrphanedResults, serverSearchIndexes } from './search-index/index.ts';
-import { DocumentService } from './services/documents.ts';
-import { openBlobStore } from './documents/blob-store.ts';
-import { RenderPool } from './documents/render-pool.ts';
 import { documentRoutes } from './http/document-routes.ts';
 import { compileBody } from './http/body-validator.ts';
 import { directoryRoutes } from './http/directory-routes.ts';
 import { DirectoryService } from './directory/directory-service.ts';
+import { databasePlugin } from './plugins/database.ts';
+import { documentsPlugin } from './plugins/documents.ts';
+import { searchIndexesPlugin } from './plugins/search-indexes.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -36,15 +34,12 @@ export interface AppOptions {
 }
 
 /**
- * Builds the whole service: database (migrated), services, routes, OpenAPI.
- * The server, the tests and the benchmarks all use this one function.
+ * Builds the whole service: database (migrated), documents, search indexes, services, routes,
+ * OpenAPI. The server, the tests and the benchmarks all use this one function. Each resource is a
+ * plugin that closes itself; they close in the reverse of the order they are registered in
+ * (search indexes, render pool, then the database).
  */
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
-  const { database } = await openMigratedDatabase(config);
-  return createServer(config, database, options);
-}
-
-async function createServer(config: Config, database: DatabaseHandle, options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -59,16 +54,19 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
+    // Migrating a large database, or taking a search index copy, may take longer than Fastify's 10 s default.
+    pluginTimeout: 0,
   }).withTypeProvider<TypeBoxTypeProvider>();
-
-  const blobs = await openBlobStore(database, config.dataDir);
-  const renderer = new RenderPool(config.render);
-  const searchIndexes = serverSearchIndexes(config, database.db, app.log);
-  app.addHook('onClose', async () => {
-    await searchIndexes.close();
-    await renderer.close();
-    await database.close();
-  });
+  try {
+    await app.register(databasePlugin, { config });
+    await app.register(documentsPlugin, { config });
+    await app.register(searchIndexesPlugin, { config });
+  } catch (error) {
+    // Whatever opened before the failure (the database, render workers) must not keep the process alive.
+    await app.close().catch(() => {});
+    throw error;
+  }
+  const { database, documents, renderer, searchIndexes } = app;
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -94,13 +92,7 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
     ...(options.now !== undefined ? { now: options.now } : {}),
     changes: database.changes,
   });
-  const documents = new DocumentService(database.db, blobs, renderer, {
-    maxBytes: config.maxDocumentBytes,
-    thumbnailWidth: config.thumbnailWidth,
-  });
   const directory = new DirectoryService(database.db, config.maxPageSize);
-  const recovered = await documents.recover();
-  if (recovered.temporaryFiles + recovered.orphanBlobs > 0) app.log.info(recovered, 'removed what an interrupted upload left behind');
 
   await app.register(healthRoutes, {
     searchIndexes: () => searchIndexes.status(),
@@ -143,15 +135,5 @@ async function createServer(config: Config, database: DatabaseHandle, options: A
   await registerOpenApiRoutes(app);
   await app.register(consoleRoutes);
   await app.register(addMethodNotAllowed);
-  // Indexes kept on disk are taken before the server listens; those read from the database load in
-  // the background, and until an organization's index is held, its lookups are answered by the database.
-  app.addHook('onReady', async () => {
-    await searchIndexes.preload();
-    searchIndexes.watch(database.changes);
-    removeOrphanedResults().then(
-      (removed) => removed > 0 && app.log.info({ removed }, 'search index: removed result files left by servers that stopped mid-load'),
-      (error: unknown) => app.log.warn({ err: error }, 'search index: could not remove result files left by stopped servers'),
-    );
-  });
   return app;
 }

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openBlobStore } from './documents/blob-store.ts';
-import { RenderPool } from './documents/render-pool.ts';
 import { ProblemError } from './errors.ts';
-import { DocumentService } from './services/documents.ts';
+import Fastify from 'fastify';
+import { databasePlugin } from './plugins/database.ts';
+import { documentsPlugin } from './plugins/documents.ts';
 import { loadConfig, ConfigError, type Config, type SqliteMemory } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
 import { DatabaseUnavailableError, SchemaNewerError } from './db/database-errors.ts';
@@ -119,9 +119,8 @@ async function loadDemo(config: Config): Promise<number> {
   return code;
 }
 
-async function readPassword(): Promise<string> {
-  const fromEnv = process.env['SIGNROOM_PASSWORD'];
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+async function readPassword(config: Config): Promise<string> {
+  if (config.credentialPassword !== undefined) return config.credentialPassword;
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   const password = Buffer.concat(chunks)
@@ -145,7 +144,7 @@ async function credentialCommand(config: Config, args: string[]): Promise<number
     if (scope !== '*' && !scope.every((id) => ID_PATTERN.test(id))) throw new UsageError(`bad organization list "${orgs}"`);
     const check = validateDirectoryFile({ credentials: [{ username, password: 'x', organizations: scope }] });
     if (check.problems.length > 0) return reportProblems(check.problems);
-    const passwordHash = await hashPassword(await readPassword());
+    const passwordHash = await hashPassword(await readPassword(config));
     await withDatabase(config, (db) => db.transaction().execute((trx) => setCredential(trx, { username, passwordHash, scope }, actor)));
     console.log(`credential "${username}" set`);
     return 0;
@@ -283,32 +282,32 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
     console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     return 1;
   }
-  const renderer = new RenderPool({ ...config.render, workers: 1 });
+  // The same plugins the server registers, with one render worker and no HTTP.
+  const core = Fastify({ logger: false, pluginTimeout: 0 });
   try {
-    return await withDatabase(config, async (db, dialect) => {
-      const blobs = await openBlobStore({ db, dialect }, config.dataDir);
-      const documents = new DocumentService(db, blobs, renderer, { maxBytes: config.maxDocumentBytes, thumbnailWidth: config.thumbnailWidth });
-      try {
-        const result = await documents.upload({
-          orgId,
-          roomId,
-          username: values.as,
-          payload: { ok: true, bytes },
-          name: values.name ?? path.basename(file),
-        });
-        const metadata = await documents.metadata(orgId, roomId, result.id);
-        console.log(JSON.stringify({ id: result.id, pageCount: metadata.pageCount, thumbnail: metadata.thumbnail }));
-        return 0;
-      } catch (error) {
-        if (error instanceof ProblemError) {
-          console.error(`${error.code}: ${error.message}`);
-          return 1;
-        }
-        throw error;
+    await core.register(databasePlugin, { config });
+    await core.register(documentsPlugin, { config, renderWorkers: 1 });
+    const { documents } = core;
+    try {
+      const result = await documents.upload({
+        orgId,
+        roomId,
+        username: values.as,
+        payload: { ok: true, bytes },
+        name: values.name ?? path.basename(file),
+      });
+      const metadata = await documents.metadata(orgId, roomId, result.id);
+      console.log(JSON.stringify({ id: result.id, pageCount: metadata.pageCount, thumbnail: metadata.thumbnail }));
+      return 0;
+    } catch (error) {
+      if (error instanceof ProblemError) {
+        console.error(`${error.code}: ${error.message}`);
+        return 1;
       }
-    });
+      throw error;
+    }
   } finally {
-    await renderer.close();
+    await core.close();
   }
 }
 

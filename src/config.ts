@@ -27,6 +27,8 @@ export interface Config {
   readonly logLevel: string;
   readonly login: LoginPolicy;
   readonly render: RenderBudget;
+  /** SIGNROOM_PASSWORD: the password `bin/signroom credential set` stores, instead of one read from standard input. */
+  readonly credentialPassword: string | undefined;
 }
 
 /** How much the in-memory search indexes may hold, and which organizations get one. */
@@ -93,6 +95,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       mmapBytes: integer(env, 'SIGNROOM_SQLITE_MMAP_MB', 0, 0, 1_048_576) * 1024 * 1024,
       cacheBytes: integer(env, 'SIGNROOM_SQLITE_CACHE_MB', 16, 1, 1_048_576) * 1024 * 1024,
     }),
+    credentialPassword: env['SIGNROOM_PASSWORD'] === '' ? undefined : env['SIGNROOM_PASSWORD'],
     maxPageSize: integer(env, 'SIGNROOM_MAX_PAGE_SIZE', 2000, 1, 2_147_483_647),
     search: Object.freeze({
       memoryBytes: integer(env, 'SIGNROOM_SEARCH_MEMORY_MB', 192, 0, 1_048_576) * 1024 * 1024,

@@ -31,6 +31,7 @@ import { findTallies } from '../repositories/user-tally-repository.ts';
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
 import type { RoomMembers, SearchIndex, SearchIndexes } from '../search-index/index.ts';
+import type { IndexSearch } from '../domain/search-index.ts';
 
 type LookupQueryFields = Static<typeof LookupQuery>;
 
@@ -234,17 +235,7 @@ export class SignatoryLookup {
   #pageFromIndex(keys: LookupKeys, sort: { by: SortField; direction: SortDirection }, size: number, offset: number): number[] | undefined {
     const found = this.#heldIndex(keys, false);
     if (found === undefined) return undefined;
-    const { criteria } = keys;
-    const search = {
-      includeExternal: criteria.includeExternal,
-      filter: criteria.filter,
-      members: found.members,
-      sortBy: sort.by,
-      direction: sort.direction,
-      offset,
-      size,
-    };
-    return found.index.pageWithoutTerms(search);
+    return found.index.pageWithoutTerms(indexQuery(keys, found.members, sort, size, offset));
   }
 
   /**
@@ -275,18 +266,19 @@ export class SignatoryLookup {
   ): { total: number; seqs: number[] } | undefined {
     const found = this.#heldIndex(keys);
     if (found === undefined) return undefined;
-    const { criteria } = keys;
-    return found.index.search({
-      terms: criteria.terms,
-      includeExternal: criteria.includeExternal,
-      filter: criteria.filter,
-      members: found.members,
-      sortBy: sort.by,
-      direction: sort.direction,
-      offset,
-      size,
-    });
+    return found.index.search({ terms: keys.criteria.terms, ...indexQuery(keys, found.members, sort, size, offset) });
   }
+}
+
+/** What the in-memory index is asked for a page, terms aside. */
+function indexQuery(
+  { criteria }: LookupKeys,
+  members: RoomMembers | undefined,
+  sort: { by: SortField; direction: SortDirection },
+  size: number,
+  offset: number,
+): Omit<IndexSearch, 'terms'> {
+  return { includeExternal: criteria.includeExternal, filter: criteria.filter, members, sortBy: sort.by, direction: sort.direction, offset, size };
 }
 
 /**

@@ -26,6 +26,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['operations'],
+        operationId: 'livez',
         summary: 'Liveness: 200 while the process runs',
         security: [],
         response: { 200: Status },
@@ -38,6 +39,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['operations'],
+        operationId: 'readyz',
         summary: 'Readiness: 200 when the database is migrated and reachable, 503 otherwise',
         security: [],
         // The handler sends no Retry-After here, unlike the API's 503 (problemResponses).

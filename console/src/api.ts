@@ -125,6 +125,9 @@ export interface ClientEvents {
   unauthorized?: (error: ApiError) => void;
 }
 
+/** The page size asked for when a whole list is wanted (the server's maximum is 2000 unless configured lower). */
+const ALL_PAGE_SIZE = 500;
+
 export class ApiClient {
   readonly #authorization: string;
   readonly #events: ClientEvents;
@@ -175,6 +178,17 @@ export class ApiClient {
 
   async noContent(path: string, options: CallOptions = {}): Promise<void> {
     await this.#send(path, options);
+  }
+
+  /** Every element of a paged list, page after page (the server may clamp any page size). */
+  async all<T>(path: string, signal?: AbortSignal): Promise<T[]> {
+    const elements: T[] = [];
+    const separator = path.includes('?') ? '&' : '?';
+    for (let page = 0; ; page++) {
+      const answer = await this.json<Page<T>>(`${path}${separator}page=${page}&size=${ALL_PAGE_SIZE}`, signal !== undefined ? { signal } : {});
+      elements.push(...answer.content);
+      if (answer.last || answer.content.length === 0) return elements;
+    }
   }
 
   async blob(path: string, signal?: AbortSignal): Promise<Blob> {

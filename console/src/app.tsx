@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiClient, ApiError, segment, type Credential, type Organization, type Page, type Room } from './api.ts';
+import { ApiClient, ApiError, segment, type Credential, type Organization, type Room } from './api.ts';
 import { DirectoryView } from './directory-view.tsx';
 import { DocumentsPanel } from './documents-panel.tsx';
 import { messageFor } from './messages.ts';
@@ -62,7 +62,8 @@ export function App() {
   useEffect(() => {
     if (client === undefined || organizations !== undefined) return;
     organizationsOf(client).then(setOrganizations, (error: unknown) => {
-      if (!(error instanceof ApiError) || error.status !== 0) signOut();
+      // A 401 has signed out already, saying why; an unreachable server is retried when it is back.
+      if (!(error instanceof ApiError) || (error.status !== 0 && error.status !== 401)) signOut();
     });
   }, [client, organizations, generation]);
 
@@ -113,15 +114,19 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
   const [view, setView] = useState<View>('room');
   const [roomsVersion, setRoomsVersion] = useState(0);
   const rooms = useLoaded(
-    organizationId === '' ? undefined : (signal) => client.json<Page<Room>>(`/organizations/${segment(organizationId)}/rooms?size=1000`, { signal }),
+    organizationId === ''
+      ? undefined
+      : async (signal) => ({ organizationId, rooms: await client.all<Room>(`/organizations/${segment(organizationId)}/rooms`, signal) }),
     [client, organizationId, roomsVersion, generation],
   );
-  const roomList = rooms.data?.content ?? [];
+  // The rooms of the organization chosen now: while another's are still shown, none.
+  const roomsRead = rooms.data?.organizationId === organizationId ? rooms.data.rooms : undefined;
+  const roomList = roomsRead ?? [];
   // Keep the chosen room while it exists; otherwise take the first.
   useEffect(() => {
-    if (rooms.data === undefined) return;
-    if (!roomList.some((room) => room.id === roomId)) setRoomId(roomList[0]?.id ?? '');
-  }, [rooms.data]);
+    if (roomsRead === undefined) return;
+    if (!roomsRead.some((room) => room.id === roomId)) setRoomId(roomsRead[0]?.id ?? '');
+  }, [roomsRead]);
 
   if (organizations.length === 0) {
     return (
@@ -140,10 +145,18 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
         <div class="pickers">
           <div class="field">
             <label for="organization">Organization</label>
-            <select id="organization" value={organizationId} onChange={(event) => setOrganizationId(event.currentTarget.value)}>
+            <select
+              id="organization"
+              value={organizationId}
+              onChange={(event) => {
+                // The old organization's room is not one of the new one's: choose again once its rooms are read.
+                setRoomId('');
+                setOrganizationId(event.currentTarget.value);
+              }}
+            >
               {organizations.map((organization) => (
                 <option key={organization.id} value={organization.id}>
-                  {organization.name} ({organization.id})
+                  {optionLabel(organization, organizations)}
                 </option>
               ))}
             </select>
@@ -151,10 +164,10 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
           <div class="field">
             <label for="room">Room</label>
             <select id="room" value={roomId} onChange={(event) => setRoomId(event.currentTarget.value)} disabled={roomList.length === 0}>
-              {roomList.length === 0 && <option value="">No rooms</option>}
+              {roomList.length === 0 && <option value="">{roomsRead === undefined ? 'Loading rooms…' : 'No rooms'}</option>}
               {roomList.map((room) => (
                 <option key={room.id} value={room.id}>
-                  {room.name} ({room.id})
+                  {optionLabel(room, roomList)}
                 </option>
               ))}
             </select>
@@ -177,7 +190,7 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
         )}
         {view === 'room' &&
           (roomId === '' ? (
-            rooms.data !== undefined && <p class="notice">This organization has no signing room yet. Create one under Directory.</p>
+            roomsRead !== undefined && <p class="notice">This organization has no signing room yet. Create one under Directory.</p>
           ) : (
             <div class="room-view">
               <SignatoriesPanel key={`${organizationId}/${roomId}`} client={client} organizationId={organizationId} roomId={roomId} generation={generation} />
@@ -203,6 +216,11 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
       </main>
     </>
   );
+}
+
+/** An option reads as the name; the id is added only where two names are the same. */
+function optionLabel(item: { id: string; name: string }, all: readonly { id: string; name: string }[]): string {
+  return all.some((other) => other.id !== item.id && other.name === item.name) ? `${item.name} (${item.id})` : item.name;
 }
 
 function Header({ username, onSignOut, children }: { username: string; onSignOut: () => void; children?: preact.ComponentChildren }) {

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { ApiError, query, segment, type ApiClient, type Page, type Room, type User, type UserStatus } from './api.ts';
 import { messageFor } from './messages.ts';
 import { Pager } from './signatories-panel.tsx';
@@ -35,6 +35,10 @@ function useOutcome() {
     failed(error: unknown, task: 'save' | 'delete' | 'load' = 'save') {
       setDone(undefined);
       setProblem(error instanceof ApiError ? messageFor(error, task) : 'Something went wrong.');
+    },
+    failedWith(message: string) {
+      setDone(undefined);
+      setProblem(message);
     },
     clear() {
       setDone(undefined);
@@ -95,6 +99,8 @@ function UsersPanel({
   const [page, setPage] = useState(0);
   const [version, setVersion] = useState(0);
   const [editing, setEditing] = useState<Editing>();
+  const heading = useRef<HTMLHeadingElement>(null);
+  const addButton = useRef<HTMLButtonElement>(null);
   const outcome = useOutcome();
   const searchQuery = useDebounced(search.trim(), 200);
   const list = useLoaded(
@@ -129,7 +135,7 @@ function UsersPanel({
         await client.json(users, { method: 'POST', body: draft });
         outcome.succeeded(`Added ${displayName(draft)}.`);
       }
-      setEditing(undefined);
+      closeForm();
       refresh();
     } catch (error) {
       // A stale edit: show what is stored now, and say so, rather than overwrite someone else's change.
@@ -148,6 +154,12 @@ function UsersPanel({
       }
       throw error;
     }
+  }
+
+  /** Closes the user form; focus goes back to "Add user", which the form kept disabled. */
+  function closeForm() {
+    setEditing(undefined);
+    requestAnimationFrame(() => addButton.current?.focus());
   }
 
   async function setUserStatus(user: User, next: UserStatus) {
@@ -172,12 +184,16 @@ function UsersPanel({
     }
     refresh();
     onMembersChanged();
+    // The row and its buttons are gone: focus goes to the list's heading.
+    heading.current?.focus();
   }
 
   const data = list.data;
   return (
     <section aria-labelledby="users-heading" class="panel">
-      <h2 id="users-heading">Users</h2>
+      <h2 id="users-heading" ref={heading} tabIndex={-1}>
+        Users
+      </h2>
       <div class="filters">
         <div class="field grow">
           <label for="user-search">Search users</label>
@@ -208,7 +224,7 @@ function UsersPanel({
             <option value="suspended">Suspended</option>
           </select>
         </div>
-        <button type="button" class="align-end" onClick={() => setEditing({ mode: 'add' })} disabled={editing !== undefined}>
+        <button ref={addButton} type="button" class="align-end" onClick={() => setEditing({ mode: 'add' })} disabled={editing !== undefined}>
           Add user
         </button>
       </div>
@@ -219,7 +235,7 @@ function UsersPanel({
           initial={editing.mode === 'edit' ? editing.user : undefined}
           notice={editing.mode === 'edit' ? editing.notice : undefined}
           onSave={save}
-          onCancel={() => setEditing(undefined)}
+          onCancel={closeForm}
         />
       )}
       <Outcome outcome={outcome} />
@@ -302,7 +318,7 @@ function RoomsPanel({
   const [id, setId] = useState('');
   const [version, setVersion] = useState(0);
   const outcome = useOutcome();
-  const list = useLoaded((signal) => client.json<Page<Room>>(`${rooms}?size=1000`, { signal }), [client, rooms, version, generation]);
+  const list = useLoaded((signal) => client.all<Room>(rooms, signal), [client, rooms, version, generation]);
 
   async function create(event: Event) {
     event.preventDefault();
@@ -360,7 +376,7 @@ function RoomsPanel({
         </p>
       )}
       <ul class="room-list">
-        {(list.data?.content ?? []).map((room) => (
+        {(list.data ?? []).map((room) => (
           <li key={room.id}>
             <span>
               <strong>{room.name}</strong>{' '}
@@ -397,6 +413,7 @@ function MembersPanel({
   const [who, setWho] = useState('');
   const [version, setVersion] = useState(0);
   const outcome = useOutcome();
+  const heading = useRef<HTMLHeadingElement>(null);
   const list = useLoaded(
     (signal) => client.json<Page<User>>(`${members}${query({ page, size: PAGE_SIZE })}`, { signal }),
     [client, members, page, version, generation],
@@ -426,7 +443,7 @@ function MembersPanel({
     try {
       const user = await findUser(text);
       if (user === undefined) {
-        outcome.failed(new ApiError({ status: 404, code: 'user-not-found' }));
+        outcome.failedWith(`No user of this organization has the email address or user id “${text}”.`);
         return;
       }
       await client.noContent(`${members}/${segment(user.id)}`, { method: 'PUT' });
@@ -447,12 +464,15 @@ function MembersPanel({
       outcome.failed(error, 'delete');
     }
     changed();
+    heading.current?.focus();
   }
 
   const data = list.data;
   return (
     <section aria-labelledby="members-heading" class="panel">
-      <h2 id="members-heading">Members of “{room.name}”</h2>
+      <h2 id="members-heading" ref={heading} tabIndex={-1}>
+        Members of “{room.name}”
+      </h2>
       <form class="filters" onSubmit={(event) => void add(event)}>
         <div class="field grow">
           <label for="member">New member</label>
@@ -466,8 +486,13 @@ function MembersPanel({
         </button>
       </form>
       <Outcome outcome={outcome} />
+      {list.error !== undefined && (
+        <p role="alert" class="error">
+          {messageFor(list.error, 'load')}
+        </p>
+      )}
       <p aria-live="polite" class="count">
-        {data !== undefined ? (data.totalElements === 1 ? '1 member' : `${data.totalElements} members`) : 'Loading members…'}
+        {data !== undefined ? (data.totalElements === 1 ? '1 member' : `${data.totalElements} members`) : list.error === undefined ? 'Loading members…' : ''}
       </p>
       <ul class="member-list">
         {(data?.content ?? []).map((user) => (
@@ -475,7 +500,7 @@ function MembersPanel({
             <span>
               {displayName(user)} <span class="hint email">{user.email}</span>
             </span>
-            <button type="button" class="small secondary" aria-label={`Remove ${displayName(user)} from the room`} onClick={() => void remove(user)}>
+            <button type="button" class="small secondary" aria-label={`Remove ${displayName(user)} from ${room.name}`} onClick={() => void remove(user)}>
               Remove
             </button>
           </li>

@@ -1,9 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, query, segment, type ApiClient, type DocumentInfo, type Page } from './api.ts';
+import { ApiError, segment, type ApiClient, type DocumentInfo } from './api.ts';
 import { messageFor } from './messages.ts';
 import { useLoaded } from './use-api.ts';
-
-const PAGE_SIZE = 24;
 
 interface Props {
   client: ApiClient;
@@ -32,73 +30,101 @@ function sizeText(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
+/** What one batch of uploads has come to so far: files picked or dropped while it runs join it. */
+interface Batch {
+  uploaded: string[];
+  problems: string[];
+}
+
 export function DocumentsPanel({ client, organizationId, roomId, generation }: Props) {
   const base = `/organizations/${segment(organizationId)}/rooms/${segment(roomId)}/documents`;
-  const [pages, setPages] = useState(1);
   const [version, setVersion] = useState(0);
   const [uploading, setUploading] = useState<string | undefined>();
-  const [messages, setMessages] = useState<string[]>([]);
-  const [done, setDone] = useState<string | undefined>();
+  const [batch, setBatch] = useState<Batch | undefined>();
+  const [deleted, setDeleted] = useState<string | undefined>();
+  const [deleteProblem, setDeleteProblem] = useState<string | undefined>();
   const [dragging, setDragging] = useState(false);
   const input = useRef<HTMLInputElement>(null);
-  const list = useLoaded(
-    (signal) => client.json<Page<DocumentInfo>>(`${base}${query({ page: 0, size: PAGE_SIZE * pages })}`, { signal }),
-    [client, base, pages, version, generation],
-  );
+  const heading = useRef<HTMLHeadingElement>(null);
+  const queue = useRef<File[]>([]);
+  const running = useRef(false);
+  // Every document of the room, newest first.
+  const list = useLoaded((signal) => client.all<DocumentInfo>(base, signal), [client, base, version, generation]);
 
   async function upload(files: FileList | File[]) {
-    const problems: string[] = [];
-    const uploaded: string[] = [];
-    setMessages([]);
-    setDone(undefined);
-    for (const file of Array.from(files)) {
-      setUploading(file.name);
+    queue.current.push(...Array.from(files));
+    if (input.current !== null) input.current.value = '';
+    if (running.current) return;
+    running.current = true;
+    setDeleted(undefined);
+    setDeleteProblem(undefined);
+    setBatch({ uploaded: [], problems: [] });
+    for (let file = queue.current.shift(); file !== undefined; file = queue.current.shift()) {
+      const name = file.name;
+      setUploading(name);
       try {
         const payload = await readAsDataUrl(file);
-        await client.json(base, { method: 'POST', body: { payload, name: file.name.slice(0, 255) } });
-        uploaded.push(file.name);
+        await client.json(base, { method: 'POST', body: { payload, name: name.slice(0, 255) } });
+        setBatch((current) => ({ uploaded: [...(current?.uploaded ?? []), name], problems: current?.problems ?? [] }));
+        setVersion((value) => value + 1);
       } catch (error) {
-        problems.push(`“${file.name}”: ${error instanceof ApiError ? messageFor(error, 'upload') : 'the file could not be read.'}`);
+        const problem = `“${name}”: ${error instanceof ApiError ? messageFor(error, 'upload') : 'the file could not be read.'}`;
+        setBatch((current) => ({ uploaded: current?.uploaded ?? [], problems: [...(current?.problems ?? []), problem] }));
       }
     }
     setUploading(undefined);
-    setMessages(problems);
-    if (uploaded.length > 0) {
-      setDone(uploaded.length === 1 ? `Uploaded “${uploaded[0]}”.` : `Uploaded ${uploaded.length} documents.`);
-      setVersion((value) => value + 1);
-    }
-    if (input.current !== null) input.current.value = '';
+    running.current = false;
   }
+
+  // Files dropped anywhere on the page come here: the browser would otherwise open them in place of the console.
+  useEffect(() => {
+    const over = (event: DragEvent) => {
+      if (!event.dataTransfer?.types.includes('Files')) return;
+      event.preventDefault();
+      setDragging(true);
+    };
+    const leave = (event: DragEvent) => {
+      if (event.relatedTarget === null) setDragging(false);
+    };
+    const drop = (event: DragEvent) => {
+      if (event.dataTransfer === null || event.dataTransfer.files.length === 0) return;
+      event.preventDefault();
+      setDragging(false);
+      void upload(event.dataTransfer.files);
+    };
+    window.addEventListener('dragover', over);
+    window.addEventListener('dragleave', leave);
+    window.addEventListener('drop', drop);
+    return () => {
+      window.removeEventListener('dragover', over);
+      window.removeEventListener('dragleave', leave);
+      window.removeEventListener('drop', drop);
+    };
+  }, [base]);
 
   async function remove(document: DocumentInfo) {
-    setMessages([]);
-    setDone(undefined);
+    setBatch(undefined);
+    setDeleted(undefined);
+    setDeleteProblem(undefined);
     try {
       await client.noContent(`${base}/${segment(document.id)}`, { method: 'DELETE' });
-      setDone(`Deleted “${documentLabel(document)}”.`);
+      setDeleted(`Deleted “${documentLabel(document)}”.`);
     } catch (error) {
-      if (error instanceof ApiError) setMessages([messageFor(error, 'delete')]);
+      if (error instanceof ApiError) setDeleteProblem(messageFor(error, 'delete'));
     }
     setVersion((value) => value + 1);
+    // The button is gone with its document: focus goes to the list's heading.
+    heading.current?.focus();
   }
 
-  const documents = list.data?.content ?? [];
+  const documents = list.data ?? [];
+  const uploaded = batch?.uploaded ?? [];
+  const problems = [...(batch?.problems ?? []), ...(deleteProblem !== undefined ? [deleteProblem] : [])];
   return (
-    <section
-      aria-labelledby="documents-heading"
-      class={`panel documents${dragging ? ' dragging' : ''}`}
-      onDragOver={(event) => {
-        event.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={(event) => {
-        event.preventDefault();
-        setDragging(false);
-        if (event.dataTransfer !== null && event.dataTransfer.files.length > 0) void upload(event.dataTransfer.files);
-      }}
-    >
-      <h2 id="documents-heading">Documents</h2>
+    <section aria-labelledby="documents-heading" class={`panel documents${dragging ? ' dragging' : ''}`}>
+      <h2 id="documents-heading" ref={heading} tabIndex={-1}>
+        Documents
+      </h2>
       <div class="upload">
         <label for="upload">Upload document</label>
         <input
@@ -108,24 +134,26 @@ export function DocumentsPanel({ client, organizationId, roomId, generation }: P
           multiple
           accept="application/pdf,image/png,image/jpeg,.pdf,.png,.jpg,.jpeg"
           aria-describedby="upload-hint"
-          disabled={uploading !== undefined}
           onChange={(event) => {
             const files = event.currentTarget.files;
             if (files !== null && files.length > 0) void upload(files);
           }}
         />
         <p id="upload-hint" class="hint">
-          PDF, PNG or JPEG. You can also drop files anywhere on this panel.
+          PDF, PNG or JPEG. You can also drop files anywhere on the page.
         </p>
       </div>
       <div aria-live="polite" class="upload-state">
         {uploading !== undefined && <p>Uploading “{uploading}”…</p>}
-        {done !== undefined && <p class="ok">{done}</p>}
+        {uploading === undefined && uploaded.length > 0 && (
+          <p class="ok">{uploaded.length === 1 ? `Uploaded “${uploaded[0]}”.` : `Uploaded ${uploaded.length} documents.`}</p>
+        )}
+        {deleted !== undefined && <p class="ok">{deleted}</p>}
       </div>
-      {messages.length > 0 && (
+      {problems.length > 0 && (
         <div role="alert" class="error">
-          {messages.map((message) => (
-            <p key={message}>{message}</p>
+          {problems.map((problem) => (
+            <p key={problem}>{problem}</p>
           ))}
         </div>
       )}
@@ -152,11 +180,6 @@ export function DocumentsPanel({ client, organizationId, roomId, generation }: P
           </li>
         ))}
       </ul>
-      {list.data !== undefined && list.data.totalElements > documents.length && (
-        <button type="button" onClick={() => setPages((value) => value + 1)}>
-          Show more documents
-        </button>
-      )}
     </section>
   );
 }
@@ -164,20 +187,29 @@ export function DocumentsPanel({ client, organizationId, roomId, generation }: P
 /** A thumbnail needs the credential, which an <img src> cannot send: read it with fetch and show a blob: URL. */
 function Thumbnail({ client, path, alt }: { client: ApiClient; path: string; alt: string }) {
   const [url, setUrl] = useState<string | undefined>();
+  const [failed, setFailed] = useState(false);
   useEffect(() => {
     const controller = new AbortController();
     let objectUrl: string | undefined;
     client.blob(path, controller.signal).then(
       (blob) => {
+        if (controller.signal.aborted) return;
         objectUrl = URL.createObjectURL(blob);
         setUrl(objectUrl);
       },
-      () => {},
+      () => {
+        if (!controller.signal.aborted) setFailed(true);
+      },
     );
     return () => {
       controller.abort();
       if (objectUrl !== undefined) URL.revokeObjectURL(objectUrl);
     };
   }, [client, path]);
-  return url === undefined ? <div class="thumbnail placeholder" role="img" aria-label={alt} /> : <img class="thumbnail" src={url} alt={alt} />;
+  if (url !== undefined) return <img class="thumbnail" src={url} alt={alt} />;
+  return (
+    <div class="thumbnail placeholder" role="img" aria-label={alt}>
+      {failed && <span aria-hidden="true">No preview</span>}
+    </div>
+  );
 }

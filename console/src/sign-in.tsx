@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiClient, ApiError, type Credential, type Organization, type Page } from './api.ts';
+import { ApiClient, ApiError, type Credential, type Organization } from './api.ts';
 import { messageFor } from './messages.ts';
 
 export interface SignedIn {
@@ -8,9 +8,8 @@ export interface SignedIn {
 }
 
 /** The organizations a credential covers: proves the credential and fills the Organization box at once. */
-export async function organizationsOf(client: ApiClient): Promise<Organization[]> {
-  const page = await client.json<Page<Organization>>('/organizations?size=1000');
-  return page.content;
+export function organizationsOf(client: ApiClient): Promise<Organization[]> {
+  return client.all<Organization>('/organizations');
 }
 
 export function SignIn({ onSignedIn, notice }: { onSignedIn: (session: SignedIn) => void; notice?: string | undefined }) {

@@ -15,7 +15,8 @@ const PURPOSES = [
 const SEARCH_DEBOUNCE_MS = 200;
 const PAGE_SIZE = 20;
 
-type SortField = 'lastname' | 'email';
+/** Name sorts by first name, as the column reads (display name: first name first). */
+type SortField = 'firstname' | 'email';
 type Sort = { by: SortField; direction: 'ASC' | 'DESC' } | undefined;
 
 interface Props {
@@ -29,8 +30,11 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
   const [search, setSearch] = useState('');
   const [purpose, setPurpose] = useState<string>(PURPOSES[0].value);
   const [sort, setSort] = useState<Sort>();
-  const [page, setPage] = useState(0);
   const searchQuery = useDebounced(search.trim(), SEARCH_DEBOUNCE_MS);
+  // A page belongs to the query it was chosen for: a new query starts at its first page.
+  const [chosenPage, setChosenPage] = useState({ page: 0, forQuery: '' });
+  const page = chosenPage.forQuery === searchQuery ? chosenPage.page : 0;
+  const setPage = (next: number) => setChosenPage({ page: next, forQuery: searchQuery });
   const result = useLoaded(
     (signal) =>
       client.json<Page<Signatory>>(
@@ -47,6 +51,8 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
     [client, organizationId, roomId, searchQuery, purpose, page, sort?.by, sort?.direction, generation],
   );
   const data = result.data;
+  // Until the answer for what is in the box arrives, the count shown would be the last query's.
+  const pending = search.trim() !== searchQuery || result.loading;
 
   function sortBy(field: SortField) {
     setSort(sort?.by === field && sort.direction === 'ASC' ? { by: field, direction: 'DESC' } : { by: field, direction: 'ASC' });
@@ -61,7 +67,7 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
   function header(field: SortField, label: string) {
     const state = ariaSort(field);
     return (
-      <th scope="col" aria-sort={state ?? 'none'}>
+      <th scope="col" aria-sort={state ?? 'none'} class="sortable" onClick={(event) => event.target === event.currentTarget && sortBy(field)}>
         <button type="button" class="sort" onClick={() => sortBy(field)}>
           {label}
           <span aria-hidden="true" class="arrow">
@@ -83,11 +89,9 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
             type="search"
             autocomplete="off"
             spellcheck={false}
+            placeholder="Search signatories"
             value={search}
-            onInput={(event) => {
-              setSearch(event.currentTarget.value);
-              setPage(0);
-            }}
+            onInput={(event) => setSearch(event.currentTarget.value)}
           />
         </div>
         <div class="field">
@@ -109,7 +113,7 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
         </div>
       </div>
       <p role="status" aria-live="polite" class="count">
-        {data !== undefined ? countText(data.totalElements, 'signatory', 'signatories') : 'Loading signatories…'}
+        {data === undefined ? 'Loading signatories…' : pending ? 'Searching…' : countText(data.totalElements, 'signatory', 'signatories')}
       </p>
       {result.error !== undefined && (
         <p role="alert" class="error">
@@ -119,11 +123,11 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
       <div class="table-scroll" role="region" aria-labelledby="signatories-heading" tabindex={0}>
         <table aria-busy={result.loading}>
           <caption class="visually-hidden">
-            Signatories of the room, {sort === undefined ? 'by last name' : `sorted by ${sort.by === 'email' ? 'email' : 'name'} ${ariaSort(sort.by)}`}
+            Signatories of the room, {sort === undefined ? 'by last name' : `sorted by ${sort.by === 'email' ? 'email' : 'first name'} ${ariaSort(sort.by)}`}
           </caption>
           <thead>
             <tr>
-              {header('lastname', 'Name')}
+              {header('firstname', 'Name')}
               {header('email', 'Email')}
               <th scope="col">Room member</th>
               <th scope="col">Requires invitation</th>

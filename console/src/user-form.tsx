@@ -96,7 +96,7 @@ export function UserForm({ heading, initial, notice, onSave, onCancel }: Props) 
         </div>
         <div class="field checkbox">
           <input id="user-external" type="checkbox" checked={external} onChange={(event) => setExternal(event.currentTarget.checked)} />
-          <label for="user-external">External (outside the organization)</label>
+          <label for="user-external">External person (a counterparty, say)</label>
         </div>
       </div>
       <div class="buttons">

@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { buildApp } from '../../src/app.ts';
 import { launchChromium, openPage, seriousAxeViolations } from '../helpers/browser.ts';
 import { corpusDir } from '../helpers/corpus.ts';
-import { ACME, ACME_PASSWORD } from '../helpers/fixtures.ts';
+import { ACME, ACME_PASSWORD, OTHER } from '../helpers/fixtures.ts';
 import { makePdf } from '../helpers/pdf.ts';
 import { basic, LOOKUP, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -27,8 +27,9 @@ const PEOPLE = Array.from({ length: 45 }, (_, index) => ({
 }));
 
 const DIRECTORY = {
-  organizations: [{ ...ACME, users: [...ACME.users, ...PEOPLE] }],
+  organizations: [{ ...ACME, users: [...ACME.users, ...PEOPLE] }, OTHER],
   credentials: [
+    { username: 'root', password: 'root-password', organizations: '*' },
     { username: 'acme-admin', password: ACME_PASSWORD, organizations: ['acme'] },
     { username: 'nobody', password: 'nobody-password', organizations: [] },
     { username: 'temp-admin', password: 'temp-password', organizations: ['acme'] },
@@ -167,6 +168,28 @@ describe('admin console', () => {
     await page.context().close();
   });
 
+  it('switches organization and room by their names, asking only for rooms of the organization chosen', async () => {
+    const { page, scriptErrors } = await openPage(browser, url);
+    const missing: string[] = [];
+    page.on('response', (response) => {
+      if (response.status() === 404) missing.push(response.url());
+    });
+    await signIn(page, 'root', 'root-password');
+    await expectStatus(page, `${await lookupTotal({})} signatories`);
+    await page.getByRole('combobox', { name: 'Organization' }).selectOption({ label: 'Other Ltd' });
+    await page.getByRole('combobox', { name: 'Room' }).and(page.locator(':enabled')).waitFor();
+    assert.equal(await page.getByRole('combobox', { name: 'Room' }).inputValue(), 'lobby');
+    await expectStatus(page, '1 signatory');
+    assert.deepEqual(await names(page), ['Olga Other']);
+    await page.getByRole('combobox', { name: 'Organization' }).selectOption({ label: 'Acme AG' });
+    await page.getByRole('combobox', { name: 'Room' }).selectOption({ label: 'Empty' });
+    await expectStatus(page, `${await lookupTotal({})} signatories`);
+    assert.deepEqual(missing, []);
+    assert.equal(await page.getByRole('alert').count(), 0);
+    assert.deepEqual(scriptErrors, []);
+    await page.context().close();
+  });
+
   it('searches as one types, filters by purpose and shows the true total in a live region', async () => {
     const { page, scriptErrors } = await openConsole();
     const live = page.getByRole('status');
@@ -219,17 +242,17 @@ describe('admin console', () => {
     await nameHeader.click();
     await page.locator('th[aria-sort="ascending"]', { hasText: 'Name' }).waitFor();
     assert.equal(await emailHeader.getAttribute('aria-sort'), 'none');
-    await expectNames(page, await api({ sortBy: 'lastname', sortDirection: 'ASC' }));
+    await expectNames(page, await api({ sortBy: 'firstname', sortDirection: 'ASC' }));
 
     // Keyboard only: the header is a button; Enter reverses the order.
     await page.getByRole('button', { name: 'Name' }).focus();
     await page.keyboard.press('Enter');
     await page.locator('th[aria-sort="descending"]', { hasText: 'Name' }).waitFor();
-    await expectNames(page, await api({ sortBy: 'lastname', sortDirection: 'DESC' }));
+    await expectNames(page, await api({ sortBy: 'firstname', sortDirection: 'DESC' }));
 
     await page.getByRole('button', { name: 'Next page' }).click();
     await page.getByText('Page 2 of 3').waitFor();
-    await expectNames(page, await api({ sortBy: 'lastname', sortDirection: 'DESC', page: '1' }));
+    await expectNames(page, await api({ sortBy: 'firstname', sortDirection: 'DESC', page: '1' }));
     await page.getByRole('button', { name: 'Previous page' }).click();
     await page.getByText('Page 1 of 3').waitFor();
     assert.equal(await page.getByRole('button', { name: 'Previous page' }).isDisabled(), true);
@@ -354,8 +377,8 @@ describe('admin console', () => {
     assert.deepEqual(await members(), [carla?.id]);
     await page.getByRole('textbox', { name: 'New member' }).fill('no-such-person@acme.example');
     await page.getByRole('button', { name: 'Add member' }).click();
-    await page.getByRole('alert').filter({ hasText: 'no longer exists' }).waitFor();
-    await page.getByRole('button', { name: 'Remove Carlotta Console from the room' }).click();
+    await page.getByRole('alert').filter({ hasText: 'No user of this organization has the email address or user id “no-such-person@acme.example”.' }).waitFor();
+    await page.getByRole('button', { name: 'Remove Carlotta Console from Supervisory board' }).click();
     await page.getByText('Removed Carlotta Console from “Supervisory board”.').waitFor();
     assert.deepEqual(await members(), []);
 

@@ -38,11 +38,11 @@ export function freshDataDir(): string {
  * (a SQLite file, or a new PostgreSQL database), exactly as the server does;
  * only the data directory, database, log level and given variables differ.
  */
-export async function startTestApp(env: Record<string, string> = {}, now?: () => number): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, now?: () => number, logStream?: NodeJS.WritableStream): Promise<TestApp> {
   const dataDir = freshDataDir();
   const database = await freshDatabase();
   const config = loadConfig({ SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'silent', ...database.env, ...env });
-  const app = await buildApp(config, now !== undefined ? { now } : {});
+  const app = await buildApp(config, { ...(now !== undefined ? { now } : {}), ...(logStream !== undefined ? { logStream } : {}) });
   await app.ready();
   const testApp: TestApp = {
     app,

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** The console's files (contract section 11): served without auth, under a strict policy, cached by content. */
 describe('console files', () => {
@@ -55,5 +57,26 @@ describe('console files', () => {
     assert.doesNotMatch(traversal.body, /"name": "signroom"/);
     const api = await t.app.inject({ url: '/admin/api/v3/organizations' });
     assert.equal(api.statusCode, 401);
+  });
+
+  it('writes no credential to the log: requests the console sends are logged without their Authorization header', async () => {
+    const log = new PassThrough();
+    let written = '';
+    log.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
+    const logged = await startTestApp({ SIGNROOM_LOG_LEVEL: 'info' }, undefined, log);
+    try {
+      await logged.importDirectory(DIRECTORY);
+      const authorization = basic('acme-admin', ACME_PASSWORD);
+      for (const password of [ACME_PASSWORD, 'a wrong password']) {
+        await logged.app.inject({ url: '/admin/api/v3/organizations', headers: { authorization: basic('acme-admin', password) } });
+      }
+      await logged.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/board/signatories/lookup?searchQuery=anna', headers: { authorization } });
+      assert.match(written, /"url":"\/admin\/api\/v3\/organizations"/, 'the requests are logged');
+      for (const secret of [ACME_PASSWORD, 'a wrong password', authorization.slice('Basic '.length), 'authorization']) {
+        assert.ok(!written.toLowerCase().includes(secret.toLowerCase()), `the log holds ${secret}`);
+      }
+    } finally {
+      await logged.close();
+    }
   });
 });

@@ -3,6 +3,7 @@ import { ApiError, query, segment, type ApiClient, type Page, type Room, type Us
 import { messageFor } from './messages.ts';
 import { Pager } from './signatories-panel.tsx';
 import { useDebounced, useLoaded } from './use-api.ts';
+import { SearchField } from './search-field.tsx';
 import { UserForm, type UserDraft } from './user-form.tsx';
 
 const PAGE_SIZE = 20;
@@ -21,28 +22,41 @@ export function displayName(user: Pick<User, 'firstname' | 'lastname' | 'email'>
   return name === '' ? user.email : name;
 }
 
+/** A directory action refused before the API is asked: its message is shown as it is. */
+class Refusal extends Error {}
+
 /** One place for the outcome of a directory action: a status sentence or an alert. */
 function useOutcome() {
   const [done, setDone] = useState<string | undefined>();
   const [problem, setProblem] = useState<string | undefined>();
+  const failed = (error: unknown, task: 'save' | 'delete' | 'load' = 'save') => {
+    setDone(undefined);
+    setProblem(error instanceof ApiError ? messageFor(error, task) : error instanceof Refusal ? error.message : 'Something went wrong.');
+  };
   return {
     done,
     problem,
+    failed,
     succeeded(message: string) {
       setProblem(undefined);
       setDone(message);
     },
-    failed(error: unknown, task: 'save' | 'delete' | 'load' = 'save') {
-      setDone(undefined);
-      setProblem(error instanceof ApiError ? messageFor(error, task) : 'Something went wrong.');
-    },
-    failedWith(message: string) {
-      setDone(undefined);
-      setProblem(message);
-    },
     clear() {
       setDone(undefined);
       setProblem(undefined);
+    },
+    /** Runs an action whose success is the sentence it returns; says what came of it, and whether it succeeded. */
+    async attempt(action: () => Promise<string>, task: 'save' | 'delete' = 'save'): Promise<boolean> {
+      setDone(undefined);
+      setProblem(undefined);
+      try {
+        const message = await action();
+        setDone(message);
+        return true;
+      } catch (error) {
+        failed(error, task);
+        return false;
+      }
     },
   };
 }
@@ -163,25 +177,19 @@ function UsersPanel({
   }
 
   async function setUserStatus(user: User, next: UserStatus) {
-    outcome.clear();
-    try {
+    await outcome.attempt(async () => {
       await client.json(`${users}/${segment(user.id)}`, { method: 'PATCH', body: { status: next }, contentType: 'application/merge-patch+json' });
-      outcome.succeeded(next === 'suspended' ? `Suspended ${displayName(user)}.` : `Reactivated ${displayName(user)}.`);
-    } catch (error) {
-      outcome.failed(error);
-    }
+      return next === 'suspended' ? `Suspended ${displayName(user)}.` : `Reactivated ${displayName(user)}.`;
+    });
     refresh();
     onMembersChanged();
   }
 
   async function remove(user: User) {
-    outcome.clear();
-    try {
+    await outcome.attempt(async () => {
       await client.noContent(`${users}/${segment(user.id)}`, { method: 'DELETE' });
-      outcome.succeeded(`Deleted ${displayName(user)}.`);
-    } catch (error) {
-      outcome.failed(error, 'delete');
-    }
+      return `Deleted ${displayName(user)}.`;
+    }, 'delete');
     refresh();
     onMembersChanged();
     // The row and its buttons are gone: focus goes to the list's heading.
@@ -195,19 +203,15 @@ function UsersPanel({
         Users
       </h2>
       <div class="filters">
-        <div class="field grow">
-          <label for="user-search">Search users</label>
-          <input
-            id="user-search"
-            type="search"
-            autocomplete="off"
-            value={search}
-            onInput={(event) => {
-              setSearch(event.currentTarget.value);
-              setPage(0);
-            }}
-          />
-        </div>
+        <SearchField
+          id="user-search"
+          label="Search users"
+          value={search}
+          onInput={(value) => {
+            setSearch(value);
+            setPage(0);
+          }}
+        />
         <div class="field">
           <label for="user-status">Status</label>
           <select
@@ -322,27 +326,22 @@ function RoomsPanel({
 
   async function create(event: Event) {
     event.preventDefault();
-    outcome.clear();
-    try {
-      const created = await client.json<Room>(rooms, { method: 'POST', body: { name: name.trim(), ...(id.trim() !== '' ? { id: id.trim() } : {}) } });
-      outcome.succeeded(`Created the room “${created.name}”.`);
-      setName('');
-      setId('');
-      setVersion((value) => value + 1);
-      onRoomsChanged();
-    } catch (error) {
-      outcome.failed(error);
-    }
+    const created = await outcome.attempt(async () => {
+      const room = await client.json<Room>(rooms, { method: 'POST', body: { name: name.trim(), ...(id.trim() !== '' ? { id: id.trim() } : {}) } });
+      return `Created the room “${room.name}”.`;
+    });
+    if (!created) return;
+    setName('');
+    setId('');
+    setVersion((value) => value + 1);
+    onRoomsChanged();
   }
 
   async function remove(room: Room) {
-    outcome.clear();
-    try {
+    await outcome.attempt(async () => {
       await client.noContent(`${rooms}/${segment(room.id)}`, { method: 'DELETE' });
-      outcome.succeeded(`Deleted the room “${room.name}”.`);
-    } catch (error) {
-      outcome.failed(error, 'delete');
-    }
+      return `Deleted the room “${room.name}”.`;
+    }, 'delete');
     setVersion((value) => value + 1);
     onRoomsChanged();
   }
@@ -438,31 +437,23 @@ function MembersPanel({
 
   async function add(event: Event) {
     event.preventDefault();
-    outcome.clear();
     const text = who.trim();
-    try {
+    const added = await outcome.attempt(async () => {
       const user = await findUser(text);
-      if (user === undefined) {
-        outcome.failedWith(`No user of this organization has the email address or user id “${text}”.`);
-        return;
-      }
+      if (user === undefined) throw new Refusal(`No user of this organization has the email address or user id “${text}”.`);
       await client.noContent(`${members}/${segment(user.id)}`, { method: 'PUT' });
-      outcome.succeeded(`Added ${displayName(user)} to “${room.name}”.`);
-      setWho('');
-      changed();
-    } catch (error) {
-      outcome.failed(error);
-    }
+      return `Added ${displayName(user)} to “${room.name}”.`;
+    });
+    if (!added) return;
+    setWho('');
+    changed();
   }
 
   async function remove(user: User) {
-    outcome.clear();
-    try {
+    await outcome.attempt(async () => {
       await client.noContent(`${members}/${segment(user.id)}`, { method: 'DELETE' });
-      outcome.succeeded(`Removed ${displayName(user)} from “${room.name}”.`);
-    } catch (error) {
-      outcome.failed(error, 'delete');
-    }
+      return `Removed ${displayName(user)} from “${room.name}”.`;
+    }, 'delete');
     changed();
     heading.current?.focus();
   }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { query, segment, type ApiClient, type Page, type Signatory } from './api.ts';
 import { countText, messageFor } from './messages.ts';
+import { SearchField } from './search-field.tsx';
 import { useDebounced, useLoaded } from './use-api.ts';
 
 /** The lookup's purposes (contract section 3): values are the API's names, labels are for people. */
@@ -82,18 +83,7 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
     <section aria-labelledby="signatories-heading" class="panel">
       <h2 id="signatories-heading">Signatories</h2>
       <div class="filters">
-        <div class="field grow">
-          <label for="signatory-search">Search signatories</label>
-          <input
-            id="signatory-search"
-            type="search"
-            autocomplete="off"
-            spellcheck={false}
-            placeholder="Search signatories"
-            value={search}
-            onInput={(event) => setSearch(event.currentTarget.value)}
-          />
-        </div>
+        <SearchField id="signatory-search" label="Search signatories" value={search} onInput={setSearch} />
         <div class="field">
           <label for="purpose">Purpose</label>
           <select

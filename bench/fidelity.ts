@@ -5,13 +5,12 @@
  * of grey levels, 0–1. Prints the share within 0.08, the blanks (ours empty where poppler draws),
  * the worst files, and the time to each answer.
  *
- *   npm run bench:fidelity [-- --only NAME_SUBSTRING]
+ *   npm run bench:fidelity [-- --only NAME_SUBSTRING] [--save DIR (ours and poppler's side by side, per file)]
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -19,28 +18,15 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 import { importDirectory } from '../src/directory/bulk-import.ts';
 import { validateDirectoryFile } from '../src/domain/directory-file.ts';
 import { importOptionsFor } from '../src/search-index/index.ts';
+import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../test/helpers/poppler.ts';
 
-const { values } = parseArgs({ options: { only: { type: 'string' } } });
+const { values } = parseArgs({ options: { only: { type: 'string' }, save: { type: 'string' } } });
 const GOAL_SHARE = 0.97;
-const FAITHFUL = 0.08;
 const root = path.join(import.meta.dirname, '..');
 const corpus = path.join(root, '..', 'shared', 'pdf-corpus');
-const exec = promisify(execFile);
 const work = mkdtempSync(path.join(tmpdir(), 'signroom-fidelity-'));
 const config = loadConfig({ SIGNROOM_DATA_DIR: path.join(work, 'data'), SIGNROOM_LOG_LEVEL: 'silent' });
 const authorization = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
-
-/** Grey levels of a PNG at the given size, on white. */
-function grey(png: Buffer, width: number, height: number): Promise<Buffer> {
-  return sharp(png).flatten({ background: '#ffffff' }).resize(width, height, { fit: 'fill' }).greyscale().raw().toBuffer();
-}
-
-/** Share of pixels darker than near-white: how much a picture draws. */
-function ink(pixels: Buffer): number {
-  let inked = 0;
-  for (const value of pixels) if (value < 235) inked++;
-  return inked / pixels.length;
-}
 
 const setup = openDatabase(config);
 await migrateToLatest(setup);
@@ -76,28 +62,23 @@ try {
       payload: JSON.stringify({ payload: bytes.toString('base64') }),
     });
     const ms = performance.now() - started;
-    const out = path.join(work, 'p');
-    rmSync(`${out}.png`, { force: true });
-    await exec('pdftoppm', ['-f', '1', '-l', '1', '-scale-to-x', '200', '-scale-to-y', '-1', '-png', '-singlefile', path.join(corpus, file), out], {
-      timeout: 60_000,
-    }).catch(() => undefined);
-    const popplerRenders = existsSync(`${out}.png`) && statSync(`${out}.png`).size > 0;
-    const row: Row = { file, status: response.statusCode, ms, popplerRenders };
-    if (response.statusCode === 201 && popplerRenders) {
+    const popplerFull = await popplerPage1(path.join(corpus, file), 200);
+    const row: Row = { file, status: response.statusCode, ms, popplerRenders: popplerFull !== undefined };
+    if (response.statusCode === 201 && popplerFull !== undefined) {
       const ours = Buffer.from(response.json<{ thumbnail: string }>().thumbnail.replace(/^data:image\/png;base64,/, ''), 'base64');
-      const { width = 200, height = 200 } = await sharp(ours).metadata();
-      const popplerFull = readFileSync(`${out}.png`);
-      const full = await sharp(popplerFull).metadata();
-      const poppler = await sharp(popplerFull)
-        .extract({ left: 0, top: 0, width: full.width, height: Math.min(full.height, 2 * full.width) })
-        .png()
-        .toBuffer();
-      const a = await grey(ours, width, height);
-      const b = await grey(poppler, width, height);
-      let difference = 0;
-      for (let i = 0; i < a.length; i++) difference += Math.abs(a[i]! - b[i]!);
-      row.difference = difference / a.length / 255;
-      row.blank = ink(a) < 0.001 && ink(b) >= 0.005;
+      const comparison = await compareWithPoppler(ours, popplerFull);
+      row.difference = comparison.difference;
+      row.blank = comparison.blank;
+      if (values.save !== undefined) {
+        const { width, height } = comparison;
+        await sharp({ create: { width: 2 * width + 10, height, channels: 3, background: '#ff0000' } })
+          .composite([
+            { input: await sharp(comparison.poppler).resize(width, height, { fit: 'fill' }).png().toBuffer(), left: 0, top: 0 },
+            { input: ours, left: width + 10, top: 0 },
+          ])
+          .png()
+          .toFile(path.join(values.save, `${file}.png`));
+      }
     }
     rows.push(row);
     process.stderr.write(
@@ -110,7 +91,7 @@ try {
 }
 
 const compared = rows.filter((row) => row.difference !== undefined);
-const faithful = compared.filter((row) => row.difference! <= FAITHFUL && !row.blank);
+const faithful = compared.filter((row) => row.difference! <= FAITHFUL_DIFFERENCE && !row.blank);
 const blanks = compared.filter((row) => row.blank);
 const refusedPopplerRenders = rows.filter((row) => row.status !== 201 && row.popplerRenders);
 const times = rows.map((row) => row.ms).sort((a, b) => a - b);
@@ -119,7 +100,7 @@ console.log(`\nThumbnail fidelity, ${rows.length} PDFs of the corpus, ${new Date
 console.log('| measure | value | goal |\n|---|---:|---|');
 console.log(`| poppler renders page 1, and we store the document | ${compared.length} | |`);
 console.log(
-  `| of those, within ${FAITHFUL} of poppler | ${faithful.length} (${((100 * faithful.length) / Math.max(1, compared.length)).toFixed(1)}%) | ≥ ${GOAL_SHARE * 100}% |`,
+  `| of those, within ${FAITHFUL_DIFFERENCE} of poppler | ${faithful.length} (${((100 * faithful.length) / Math.max(1, compared.length)).toFixed(1)}%) | ≥ ${GOAL_SHARE * 100}% |`,
 );
 console.log(`| blank where poppler draws | ${blanks.length} | 0 |`);
 console.log(`| refused although poppler renders page 1 | ${refusedPopplerRenders.length} | |`);

@@ -15,6 +15,7 @@ import sharp from 'sharp';
 import { getDocument, PasswordException } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { thumbnailSize } from '../domain/thumbnail-geometry.ts';
 import { inspectFonts } from './pdf-fonts.ts';
+import { pdfjsFirst } from './renderer-choice.ts';
 import type { RenderJob, WorkerMessage } from './render-protocol.ts';
 
 const require = createRequire(import.meta.url);
@@ -97,7 +98,7 @@ async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boole
     const { originalWidth, originalHeight } = page.getOriginalSize();
     const size = thumbnailSize(originalWidth, originalHeight, job.width);
     if (size === undefined || originalHeight * size.scale > MAX_FULL_HEIGHT_IN_WIDTHS * job.width) return false;
-    const rendered = await page.render({ scale: size.scale, render: 'bitmap' as never, colorSpace: 'BGRA' });
+    const rendered = await page.render({ scale: size.scale, render: 'bitmap' as never, colorSpace: 'BGRA', renderFormFields: true });
     const png = await sharp(Buffer.from(rendered.data), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
       .flatten({ background: '#ffffff' })
       .resize({ width: size.width, height: Math.max(1, Math.round(originalHeight * size.scale)), fit: 'fill' })
@@ -115,13 +116,13 @@ async function renderPdfWithPdfium(job: RenderJob, bytes: Buffer): Promise<boole
 
 /**
  * Page 1 of a PDF: PDFium first, pdf.js when PDFium cannot open the file or
- * draw the page. A file with CJK text in a font it does not embed goes to
- * pdf.js first: PDFium would draw nothing there, pdf.js draws a box per
- * character (as poppler does without CJK fonts); PDFium is its fallback.
+ * draw the page; pdf.js first, with PDFium as its fallback, for the features
+ * renderer-choice.ts lists (a CJK font the file does not embed: PDFium would
+ * draw nothing, pdf.js a box per character as poppler does without CJK fonts).
  */
 async function renderPdf(job: RenderJob, bytes: Buffer): Promise<void> {
   const fonts = inspectFonts(bytes);
-  if (fonts.nonEmbeddedCjk) {
+  if (pdfjsFirst(bytes, fonts.nonEmbeddedCjk)) {
     const failure = await renderPdfWithPdfjs(job, bytes);
     if (failure === undefined || (await renderPdfWithPdfium(job, fonts.withoutMaps ?? bytes))) return;
     send(failure);

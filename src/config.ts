@@ -53,7 +53,10 @@ export interface RenderBudget {
   readonly workers: number;
   /** At most this many processes in all: slow renders get processes of their own beyond `workers`. */
   readonly maxWorkers: number;
+  /** CPU time one render may use (time it waits for the CPU does not count). */
   readonly timeoutMs: number;
+  /** Wall-clock time after which a render is stopped, whatever it does (a hang, or a render starved of CPU). */
+  readonly deadlineMs: number;
   readonly memoryBytes: number;
 }
 
@@ -117,10 +120,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 
 function renderBudget(env: Env): RenderBudget {
   const workers = integer(env, 'SIGNROOM_RENDER_WORKERS', 2, 1, 64);
+  const timeoutMs = integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 3_000, 100, 600_000);
   return Object.freeze({
     workers,
     maxWorkers: integer(env, 'SIGNROOM_RENDER_MAX_WORKERS', 2 * workers, workers, 256),
-    timeoutMs: integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 20_000, 100, 600_000),
+    timeoutMs,
+    // Every upload is answered within 5 s by default: a render is stopped 4 s after it starts, whatever it does.
+    deadlineMs: integer(env, 'SIGNROOM_RENDER_DEADLINE_MS', timeoutMs + 1_000, 100, 2_400_000),
     memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
   });
 }

@@ -16,13 +16,6 @@ export type RenderOutcome =
 
 const WORKER = fileURLToPath(new URL('./render-worker.ts', import.meta.url));
 const MEMORY_POLL_MS = 20;
-/**
- * The time limit counts the CPU time a render uses, so renders starved by
- * other work on the machine (they run at the lowest priority) are not stopped
- * for it; the wall clock only guards against a render that hangs, at this many
- * times the limit.
- */
-const WALL_CLOCK_FACTOR = 4;
 /** Linux's clock ticks per second in /proc/<pid>/stat (USER_HZ: 100 on every current architecture). */
 const CLOCK_TICKS_PER_SECOND = 100;
 /**
@@ -149,8 +142,8 @@ export class RenderPool {
         pageCount: undefined,
         cpuAtStart: undefined,
         timer: setTimeout(
-          () => this.#abort(worker, `rendering took longer than ${WALL_CLOCK_FACTOR * this.#budget.timeoutMs} ms`),
-          WALL_CLOCK_FACTOR * this.#budget.timeoutMs,
+          () => this.#abort(worker, `rendering took longer than ${this.#budget.deadlineMs} ms`),
+          this.#budget.deadlineMs,
         ),
         poll: setInterval(() => void this.#checkBudget(worker), MEMORY_POLL_MS),
         slowTimer: setTimeout(() => this.#onSlow(worker), SLOW_RENDER_MS),

@@ -62,3 +62,57 @@ export function rawPdf(objects: string[]): Buffer {
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, 'latin1');
 }
+
+/**
+ * PDFs that try the render budget (issue 18): each must be answered, 201 with a thumbnail or the
+ * placeholder, and soon. `scan600dpi` is an A4 page holding one 600 dpi greyscale JPEG.
+ */
+export async function hostilePdfs(): Promise<Record<string, Buffer>> {
+  const sharp = (await import('sharp')).default;
+  const lines = Array.from(
+    { length: 120 },
+    (_, i) =>
+      `<text x="300" y="${400 + i * 55}" font-size="40" font-family="sans-serif">Line ${i}: the quick brown fox jumps over the lazy dog, 600 dpi scan.</text>`,
+  ).join('');
+  const scan = await sharp(
+    Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="4960" height="7016"><rect width="100%" height="100%" fill="#f4f1ea"/>${lines}</svg>`),
+  )
+    .toColourspace('b-w')
+    .jpeg({ quality: 85 })
+    .toBuffer();
+  return {
+    // 200 KB that inflate to 104 MB of drawing operators: an operator list that does not end.
+    decompressionBomb: makePdf([{ width: 595, height: 842, content: '0 0 1 1 re f\n'.repeat(8_000_000), compress: true }]),
+    // A form XObject that draws itself.
+    selfDrawingForm: rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /XObject << /X 5 0 R >> >> /Contents 4 0 R >>',
+      streamObject('', '/X Do'),
+      streamObject('/Type /XObject /Subtype /Form /BBox [0 0 595 842] /Resources << /XObject << /X 5 0 R >> >>', '0 0 0 rg 0 0 9 9 re f /X Do'),
+    ]),
+    // A page tree whose node is its own kid.
+    pageTreeCycle: rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>',
+    ]),
+    // 200 × 200 inches.
+    hugePage: makePdf([{ width: 14_400, height: 14_400, content: '0 0 0 rg 0 7200 14400 7200 re f' }]),
+    scan600dpi: rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /XObject << /Im 5 0 R >> >> /Contents 4 0 R >>',
+      streamObject('', 'q 595 0 0 842 0 0 cm /Im Do Q'),
+      streamObject(
+        '/Type /XObject /Subtype /Image /Width 4960 /Height 7016 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode',
+        scan.toString('latin1'),
+      ),
+    ]),
+  };
+}
+
+/** A stream object's body with its exact /Length (`content` as latin1 characters, one per byte). */
+function streamObject(dictionary: string, content: string): string {
+  return `<< ${dictionary} /Length ${content.length} >>\nstream\n${content}\nendstream`;
+}

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
-import { makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
+import { hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
+import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../helpers/poppler.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const DOCUMENTS = '/admin/api/v3/organizations/acme/rooms/board/documents';
@@ -163,5 +166,45 @@ describe('render time limit', () => {
     const response = await pending;
     assert.equal(response.statusCode, 201, response.body);
     assert.equal((await metadataOf(t, response.json().id)).thumbnail, 'rendered');
+  });
+});
+
+describe('hostile PDFs under the default budget', () => {
+  let t: TestApp;
+  let pdfs: Record<string, Buffer>;
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+    pdfs = await hostilePdfs();
+  });
+  after(async () => t.close());
+
+  it('stores each with a thumbnail or the placeholder (the time to each answer is measured by npm run bench:upload)', async () => {
+    const outcomes: Record<string, string> = {};
+    for (const [name, pdf] of Object.entries(pdfs)) {
+      const response = await upload(t, pdf);
+      assert.equal(response.statusCode, 201, `${name}: ${response.body}`);
+      outcomes[name] = (await metadataOf(t, response.json().id)).thumbnail;
+    }
+    // What a person must see is drawn: the scan and the huge page; the endless ones may end as placeholders.
+    assert.equal(outcomes['scan600dpi'], 'rendered');
+    assert.equal(outcomes['hugePage'], 'rendered');
+    assert.equal((await t.app.inject({ url: '/livez' })).statusCode, 200);
+  });
+
+  it('draws the 600 dpi scan like poppler does', async () => {
+    const response = await upload(t, pdfs['scan600dpi']!);
+    const ours = Buffer.from(response.json().thumbnail.replace(/^data:image\/png;base64,/, ''), 'base64');
+    const dir = mkdtempSync(path.join(tmpdir(), 'signroom-scan-'));
+    try {
+      writeFileSync(path.join(dir, 'scan.pdf'), pdfs['scan600dpi']!);
+      const poppler = await popplerPage1(path.join(dir, 'scan.pdf'), 200);
+      assert.ok(poppler !== undefined);
+      const { difference, blank } = await compareWithPoppler(ours, poppler);
+      assert.ok(!blank && difference <= FAITHFUL_DIFFERENCE, `difference ${difference.toFixed(3)}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

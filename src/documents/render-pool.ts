@@ -141,10 +141,7 @@ export class RenderPool {
         ...pending,
         pageCount: undefined,
         cpuAtStart: undefined,
-        timer: setTimeout(
-          () => this.#abort(worker, `rendering took longer than ${this.#budget.deadlineMs} ms`),
-          this.#budget.deadlineMs,
-        ),
+        timer: setTimeout(() => this.#abort(worker, `rendering took longer than ${this.#budget.deadlineMs} ms`), this.#budget.deadlineMs),
         poll: setInterval(() => void this.#checkBudget(worker), MEMORY_POLL_MS),
         slowTimer: setTimeout(() => this.#onSlow(worker), SLOW_RENDER_MS),
         slow: false,

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { sql } from 'kysely';
 import sharp from 'sharp';
 import { buildApp } from '../../src/app.ts';
@@ -34,6 +34,7 @@ const DIRECTORY = {
     { username: 'nobody', password: 'nobody-password', organizations: [] },
     { username: 'temp-admin', password: 'temp-password', organizations: ['acme'] },
     { username: 'locked-out', password: 'right-password', organizations: ['acme'] },
+    { username: 'narrowed-admin', password: 'narrowed-password', organizations: ['acme', 'other'] },
   ],
 };
 const ADMIN = basic('acme-admin', ACME_PASSWORD);
@@ -76,6 +77,21 @@ async function expectStatus(page: Page, text: string): Promise<void> {
 
 async function noSeriousViolations(page: Page, view: string): Promise<void> {
   assert.deepEqual(await seriousAxeViolations(page), [], `axe-core on ${view}`);
+}
+
+/** Waits until the document's thumbnail is a real, decoded image (not the "No preview" stand-in). */
+async function expectThumbnail(page: Page, name: string): Promise<void> {
+  await page.getByRole('img', { name }).waitFor();
+  await page.waitForFunction((alt) => [...document.images].some((image) => image.alt === alt && image.complete && image.naturalWidth > 0), name);
+}
+
+/** Presses Tab until `target` has the focus, as a keyboard user would reach it. */
+async function tabTo(page: Page, target: Locator, limit = 60): Promise<void> {
+  for (let presses = 0; presses < limit; presses++) {
+    if (await target.evaluate((element) => element === document.activeElement)) return;
+    await page.keyboard.press('Tab');
+  }
+  assert.fail(`${String(target)} was not reached in ${limit} presses of Tab`);
 }
 
 function names(page: Page): Promise<string[]> {
@@ -123,7 +139,9 @@ describe('admin console', () => {
     const storage = await page.evaluate(() => ({ local: JSON.stringify(localStorage), session: Object.keys(sessionStorage), href: location.href }));
     assert.equal(storage.local, '{}');
     assert.deepEqual(storage.session, ['signroom.credential']);
-    assert.ok(!storage.href.includes('acme-admin') && !storage.href.includes('wörd'), storage.href);
+    for (const secret of ['acme-admin', ACME_PASSWORD, encodeURIComponent(ACME_PASSWORD), ADMIN.slice('Basic '.length)]) {
+      assert.ok(!storage.href.includes(secret), `${secret} in ${storage.href}`);
+    }
     await noSeriousViolations(page, 'the signing room view');
     assert.deepEqual(scriptErrors, []);
     await page.context().close();
@@ -147,6 +165,7 @@ describe('admin console', () => {
     }
     await signIn(page, 'locked-out', 'right-password');
     await alert.filter({ hasText: /^Too many failed sign-ins for this username\. Try again in \d+ seconds\.$/ }).waitFor();
+    await noSeriousViolations(page, 'the sign-in form refusing for a while (429)');
     assert.equal(await page.getByRole('combobox', { name: 'Organization' }).count(), 0);
     await page.context().close();
   });
@@ -163,6 +182,7 @@ describe('admin console', () => {
     await page.getByRole('searchbox', { name: 'Search signatories' }).fill('anna');
     await page.getByRole('alert').filter({ hasText: 'Your sign-in is no longer valid' }).waitFor();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await noSeriousViolations(page, 'the sign-in form after a revoked credential');
     assert.deepEqual(await page.evaluate(() => Object.keys(sessionStorage)), []);
     assert.deepEqual(opened.scriptErrors, []);
     await page.context().close();
@@ -181,6 +201,7 @@ describe('admin console', () => {
     assert.equal(await page.getByRole('combobox', { name: 'Room' }).inputValue(), 'lobby');
     await expectStatus(page, '1 signatory');
     assert.deepEqual(await names(page), ['Olga Other']);
+    await noSeriousViolations(page, 'the signing room view of another organization');
     await page.getByRole('combobox', { name: 'Organization' }).selectOption({ label: 'Acme AG' });
     await page.getByRole('combobox', { name: 'Room' }).selectOption({ label: 'Empty' });
     await expectStatus(page, `${await lookupTotal({})} signatories`);
@@ -218,6 +239,7 @@ describe('admin console', () => {
     assert.deepEqual(await page.locator('tbody tr').first().locator('td').allTextContents(), ['Anna Müller', 'anna@acme.example', 'Yes', 'No']);
     await purpose.selectOption('PERMISSION_INVITATION');
     await expectStatus(page, `${await lookupTotal({ purpose: 'PERMISSION_INVITATION' })} signatories`);
+    await noSeriousViolations(page, 'the signatories filtered by purpose');
     assert.deepEqual(scriptErrors, []);
     await page.context().close();
   });
@@ -253,6 +275,7 @@ describe('admin console', () => {
     await page.getByRole('button', { name: 'Next page' }).click();
     await page.getByText('Page 2 of 3').waitFor();
     await expectNames(page, await api({ sortBy: 'firstname', sortDirection: 'DESC', page: '1' }));
+    await noSeriousViolations(page, 'the second page, sorted by name descending');
     await page.getByRole('button', { name: 'Previous page' }).click();
     await page.getByText('Page 1 of 3').waitFor();
     assert.equal(await page.getByRole('button', { name: 'Previous page' }).isDisabled(), true);
@@ -266,9 +289,7 @@ describe('admin console', () => {
       mimeType: 'application/pdf',
       buffer: makePdf([{ width: 300, height: 400, content: 'BT /F1 24 Tf 40 300 Td (Contract) Tj ET' }]),
     });
-    const thumbnail = page.getByRole('img', { name: 'Contract draft.pdf' });
-    await thumbnail.waitFor();
-    await page.waitForFunction(() => [...document.images].some((image) => image.alt === 'Contract draft.pdf' && image.complete && image.naturalWidth > 0));
+    await expectThumbnail(page, 'Contract draft.pdf');
 
     const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#336699' } })
       .png()
@@ -280,7 +301,7 @@ describe('admin console', () => {
       return transfer;
     }, png.toString('base64'));
     await page.locator('section', { has: page.getByRole('heading', { name: 'Documents' }) }).dispatchEvent('drop', { dataTransfer: dropped });
-    await page.getByRole('img', { name: 'Signature page.png' }).waitFor();
+    await expectThumbnail(page, 'Signature page.png');
 
     const listed = await t.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/board/documents', headers: { authorization: ADMIN } });
     assert.deepEqual(
@@ -312,6 +333,7 @@ describe('admin console', () => {
     await input.setInputFiles({ name: 'locked.pdf', mimeType: 'application/pdf', buffer: readFileSync(path.join(corpusDir(), 'issue15893_reduced.pdf')) });
     await alert.filter({ hasText: 'locked.pdf' }).waitFor();
     assert.match((await alert.textContent()) ?? '', /protected by a password/);
+    await noSeriousViolations(page, 'the upload error messages');
 
     // Still usable: a valid document goes through after all that.
     await input.setInputFiles({
@@ -319,7 +341,7 @@ describe('admin console', () => {
       mimeType: 'application/pdf',
       buffer: makePdf([{ width: 300, height: 400, content: '0 0 0 rg 20 20 100 100 re f' }]),
     });
-    await page.getByRole('img', { name: 'After errors.pdf' }).waitFor();
+    await expectThumbnail(page, 'After errors.pdf');
     assert.equal(await alert.count(), 0);
     assert.deepEqual(scriptErrors, []);
     await page.context().close();
@@ -400,6 +422,7 @@ describe('admin console', () => {
     await page.getByRole('textbox', { name: 'Email' }).fill('ANNA@acme.example');
     await page.getByRole('button', { name: 'Save user' }).click();
     await page.getByRole('alert').filter({ hasText: 'Another user already has this email address.' }).waitFor();
+    await noSeriousViolations(page, 'the user form refusing a duplicate email');
     await page.getByRole('button', { name: 'Cancel' }).click();
 
     await page.getByRole('searchbox', { name: 'Search users' }).fill('zoe@');
@@ -414,12 +437,110 @@ describe('admin console', () => {
     assert.equal(changed.statusCode, 200, changed.body);
     await page.getByRole('button', { name: 'Save user' }).click();
     await page.getByRole('alert').filter({ hasText: 'Someone else changed this in the meantime' }).waitFor();
+    await noSeriousViolations(page, 'the user form after a conflicting edit');
     assert.equal(await page.getByRole('textbox', { name: 'Last name' }).inputValue(), 'OBrien-Smith');
     assert.equal(await page.getByRole('textbox', { name: 'First name' }).inputValue(), 'Zoë');
     // Saving again, now at the current version, goes through.
     await page.getByRole('textbox', { name: 'First name' }).fill('Zoey');
     await page.getByRole('button', { name: 'Save user' }).click();
     await page.getByText('Saved Zoey OBrien-Smith.').waitFor();
+    await page.context().close();
+  });
+
+  it('says so when the credential stops covering the organization that is open (403)', async () => {
+    const { page, scriptErrors } = await openPage(browser, url);
+    await signIn(page, 'narrowed-admin', 'narrowed-password');
+    await expectStatus(page, `${await lookupTotal({})} signatories`);
+    await page.getByRole('combobox', { name: 'Organization' }).selectOption({ label: 'Other Ltd' });
+    await expectStatus(page, '1 signatory');
+    // Another administrator narrows this credential to Acme while the console shows Other Ltd.
+    await t.sql(sql`UPDATE credentials SET organizations = '["acme"]' WHERE username = 'narrowed-admin'`);
+    await page.getByRole('searchbox', { name: 'Search signatories' }).fill('olga');
+    await page.getByRole('alert').filter({ hasText: 'Your credential does not cover this organization.' }).waitFor();
+    await noSeriousViolations(page, 'the signing room view of an organization the credential no longer covers');
+    assert.deepEqual(scriptErrors, []);
+    await page.context().close();
+  });
+
+  it('shows the answer to the newest search when an older answer is slower', async () => {
+    const { page, scriptErrors } = await openConsole();
+    let released: Promise<void> | undefined;
+    await page.route(/\/signatories\/lookup\?.*searchQuery=anna/, (route) => {
+      released = new Promise<void>((resolve) => setTimeout(resolve, 1_500))
+        // The console may have dropped the request by then: nothing is left to answer.
+        .then(() => route.continue())
+        .catch(() => undefined);
+      return released;
+    });
+    const search = page.getByRole('searchbox', { name: 'Search signatories' });
+    await search.fill('anna');
+    while (released === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+    await search.fill('person number1');
+    await expectStatus(page, '10 signatories');
+    await released;
+    // The older, slower answer for "anna" has come and gone: the page still shows the newest.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expectStatus(page, '10 signatories');
+    assert.equal((await names(page)).length, 10);
+    assert.ok((await names(page)).every((name) => name.startsWith('Person Number1')));
+    assert.deepEqual(scriptErrors, []);
+    await page.context().close();
+  });
+
+  it('switches room, uploads a JPEG with the file picker and adds a user by keyboard alone', async () => {
+    const { page, scriptErrors } = await openPage(browser, url);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('acme-admin');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(ACME_PASSWORD);
+    await page.keyboard.press('Enter');
+    await page
+      .getByRole('status')
+      .filter({ hasText: /signatories$/ })
+      .waitFor();
+
+    const room = page.getByRole('combobox', { name: 'Room' });
+    const before = await room.inputValue();
+    await tabTo(page, room);
+    await page.keyboard.press('ArrowDown');
+    const chosen = await room.inputValue();
+    assert.notEqual(chosen, before);
+    await expectStatus(page, `${await lookupTotal({})} signatories`);
+
+    const jpeg = await sharp({ create: { width: 60, height: 80, channels: 3, background: '#aa3311' } })
+      .jpeg()
+      .toBuffer();
+    await tabTo(page, page.getByLabel('Upload document'));
+    const chooser = page.waitForEvent('filechooser');
+    await page.keyboard.press('Space');
+    await (await chooser).setFiles({ name: 'Photo of the signature.jpg', mimeType: 'image/jpeg', buffer: jpeg });
+    await expectThumbnail(page, 'Photo of the signature.jpg');
+    const listed = await t.app.inject({ url: `/admin/api/v3/organizations/acme/rooms/${chosen}/documents`, headers: { authorization: ADMIN } });
+    assert.deepEqual(
+      (listed.json().content as { name: string; mediaType: string }[]).map((document) => [document.name, document.mediaType]),
+      [['Photo of the signature.jpg', 'image/jpeg']],
+    );
+
+    await tabTo(page, page.getByRole('button', { name: 'Directory' }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Users' }).waitFor();
+    await tabTo(page, page.getByRole('button', { name: 'Add user' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page, page.getByRole('textbox', { name: 'First name' }));
+    await page.keyboard.type('Kim');
+    await tabTo(page, page.getByRole('textbox', { name: 'Last name' }));
+    await page.keyboard.type('Keyboard');
+    await tabTo(page, page.getByRole('textbox', { name: 'Email' }));
+    await page.keyboard.type('kim@acme.example');
+    await page.keyboard.press('Enter');
+    await page.getByText('Added Kim Keyboard.').waitFor();
+    const users = await t.app.inject({ url: '/admin/api/v3/organizations/acme/users?searchQuery=kim%40acme', headers: { authorization: ADMIN } });
+    assert.deepEqual(
+      (users.json().content as { firstname: string; lastname: string }[]).map((user) => `${user.firstname} ${user.lastname}`),
+      ['Kim Keyboard'],
+    );
+    await noSeriousViolations(page, 'the directory view after adding a user by keyboard');
+    assert.deepEqual(scriptErrors, []);
     await page.context().close();
   });
 
@@ -437,8 +558,13 @@ describe('admin console', () => {
     await page.getByRole('searchbox', { name: 'Search signatories' }).focus();
     await page.keyboard.type('anna');
     await expectStatus(page, `${await lookupTotal({ searchQuery: 'anna' })} signator(y|ies)`);
-    const focusVisible = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
-    assert.notEqual(focusVisible, 'none');
+    // The console's own focus ring (3 px solid), not the browser's thin default.
+    const focusRing = await page.evaluate(() => {
+      const style = getComputedStyle(document.activeElement!);
+      return { style: style.outlineStyle, width: parseFloat(style.outlineWidth) };
+    });
+    assert.equal(focusRing.style, 'solid');
+    assert.ok(focusRing.width >= 2, `focus outline ${focusRing.width}px`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px at 390px`);
     await noSeriousViolations(page, 'the signing room view at 390 px');
@@ -456,6 +582,7 @@ describe('admin console', () => {
     await t.app.close();
     await page.getByRole('searchbox', { name: 'Search signatories' }).fill('person');
     await page.getByRole('alert').filter({ hasText: 'cannot be reached' }).waitFor();
+    await noSeriousViolations(page, 'the signing room view while the server is away');
     const again = await buildApp(t.config);
     try {
       await again.listen({ host: '127.0.0.1', port });

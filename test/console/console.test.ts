@@ -126,7 +126,7 @@ describe('admin console', () => {
   });
 
   it('refuses a wrong password with an alert and shows no console, then signs in with the right one, keeping the credential for the tab only', async () => {
-    const { page, scriptErrors } = await openPage(browser, url);
+    const { page, scriptErrors, foreignRequests } = await openPage(browser, url);
     await noSeriousViolations(page, 'the sign-in form');
     await signIn(page, 'acme-admin', 'wrong password');
     assert.match((await page.getByRole('alert').textContent()) ?? '', /wrong username or password/i);
@@ -144,6 +144,7 @@ describe('admin console', () => {
     }
     await noSeriousViolations(page, 'the signing room view');
     assert.deepEqual(scriptErrors, []);
+    assert.deepEqual(foreignRequests, []);
     await page.context().close();
   });
 
@@ -283,7 +284,7 @@ describe('admin console', () => {
   });
 
   it('uploads a PDF with the file picker and a PNG by drag and drop, and shows each with its thumbnail named by the document', async () => {
-    const { page, scriptErrors } = await openConsole();
+    const { page, scriptErrors, foreignRequests } = await openConsole();
     await page.getByLabel('Upload document').setInputFiles({
       name: 'Contract draft.pdf',
       mimeType: 'application/pdf',
@@ -310,6 +311,7 @@ describe('admin console', () => {
     );
     await noSeriousViolations(page, 'the signing room view with documents');
     assert.deepEqual(scriptErrors, []);
+    assert.deepEqual(foreignRequests, []);
     await page.context().close();
   });
 
@@ -488,7 +490,7 @@ describe('admin console', () => {
   });
 
   it('switches room, uploads a JPEG with the file picker and adds a user by keyboard alone', async () => {
-    const { page, scriptErrors } = await openPage(browser, url);
+    const { page, scriptErrors, foreignRequests } = await openPage(browser, url);
     await page.keyboard.press('Tab');
     await page.keyboard.type('acme-admin');
     await page.keyboard.press('Tab');
@@ -541,6 +543,7 @@ describe('admin console', () => {
     );
     await noSeriousViolations(page, 'the directory view after adding a user by keyboard');
     assert.deepEqual(scriptErrors, []);
+    assert.deepEqual(foreignRequests, []);
     await page.context().close();
   });
 

@@ -15,16 +15,24 @@ export interface ConsolePage {
   page: Page;
   /** Uncaught script errors seen so far: the console must have none. */
   scriptErrors: string[];
+  /** Requests to any other origin seen so far: the console works offline, so there must be none. */
+  foreignRequests: string[];
 }
 
-/** A fresh tab (its own sessionStorage) on `url`, recording uncaught script errors. */
+/** A fresh tab (its own sessionStorage) on `url`, recording uncaught script errors and requests to other origins. */
 export async function openPage(browser: Browser, url: string, viewport = { width: 1280, height: 900 }): Promise<ConsolePage> {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   const scriptErrors: string[] = [];
   page.on('pageerror', (error) => scriptErrors.push(error.message));
+  const foreignRequests: string[] = [];
+  const origin = new URL(url).origin;
+  page.on('request', (request) => {
+    const target = new URL(request.url());
+    if (target.protocol !== 'blob:' && target.protocol !== 'data:' && target.origin !== origin) foreignRequests.push(request.url());
+  });
   await page.goto(url);
-  return { page, scriptErrors };
+  return { page, scriptErrors, foreignRequests };
 }
 
 /**

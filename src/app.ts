@@ -96,13 +96,13 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   await app.register(healthRoutes, {
     searchIndexes: () => searchIndexes.status(),
-    isReady: async () => {
-      if (!renderer.ready) return false;
+    notReadyBecause: async () => {
+      if (!renderer.ready) return 'No render worker is up to draw thumbnails.';
       try {
         await database.ping();
-        return true;
+        return undefined;
       } catch {
-        return false;
+        return 'The database is not reachable.';
       }
     },
   });

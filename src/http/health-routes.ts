@@ -16,11 +16,12 @@ const Readiness = Type.Object({
   ),
 });
 
-/** `/livez` (the process runs) and `/readyz` (the process can serve: database reachable). */
+/** `/livez` (the process runs) and `/readyz` (the process can serve: database reachable, render pool up). */
 export const healthRoutes: FastifyPluginAsyncTypebox<{
-  isReady: () => Promise<boolean>;
+  /** Why the process cannot serve now, in a sentence; undefined when it can. */
+  notReadyBecause: () => Promise<string | undefined>;
   searchIndexes: () => { organizations: number; loading: number };
-}> = async (app, { isReady, searchIndexes }) => {
+}> = async (app, { notReadyBecause, searchIndexes }) => {
   app.get(
     '/livez',
     {
@@ -40,15 +41,16 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         tags: ['operations'],
         operationId: 'readyz',
-        summary: 'Readiness: 200 when the database is migrated and reachable, 503 otherwise',
+        summary: 'Readiness: 200 when the database is migrated and reachable and the render pool is up, 503 otherwise',
         security: [],
         // The handler sends no Retry-After here, unlike the API's 503 (problemResponses).
         response: { 200: Readiness, 503: problemResponse(503) },
       },
     },
     async (_request, reply) => {
-      if (await isReady()) return { status: 'ready', searchIndexes: searchIndexes() };
-      return sendProblem(reply, 'service-unavailable', 'The database is not reachable.');
+      const reason = await notReadyBecause();
+      if (reason === undefined) return { status: 'ready', searchIndexes: searchIndexes() };
+      return sendProblem(reply, 'service-unavailable', reason);
     },
   );
 };

@@ -1,12 +1,15 @@
 /**
  * `npm test`: runs the suite once per database named in DIALECTS (default
- * `sqlite,postgres`). The unit tests (test/domain, test/services, test/db) run once; everything
- * that touches a database runs on each; test/postgres holds what only
- * PostgreSQL has (several processes on one database, a server that goes away).
+ * `sqlite,postgres`). A test file's name says where it runs, so that test/ can
+ * mirror src/ whatever a test needs: `*.once.test.ts` runs once, on the first
+ * database (pure rules, and tests whose subject does not change with the database);
+ * `*.postgres.test.ts` only on PostgreSQL (several processes on one database, a
+ * server that goes away); every other `*.test.ts` on each database.
  * PostgreSQL being unreachable fails the run with a message saying how to
  * start it; it is never skipped.
  */
 import { spawnSync } from 'node:child_process';
+import { globSync } from 'node:fs';
 import { POSTGRES_ADMIN_URL, requirePostgres } from './helpers/databases.ts';
 
 const KNOWN = ['sqlite', 'postgres'];
@@ -21,21 +24,11 @@ if (unknown.length > 0 || dialects.length === 0) {
 }
 const extra = process.argv.slice(2);
 
-/** What runs on a database: the integration tests, the PostgreSQL-only ones there, the pure unit tests on the first database only. */
+/** The test files that run on `dialect`, chosen by name (see above); `first` is whether it is the first database of the run. */
 function suiteFiles(dialect: string, first: boolean): string[] {
-  const files = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/repositories/**/*.test.ts'];
-  if (first)
-    files.unshift(
-      'test/domain/**/*.test.ts',
-      'test/documents/**/*.test.ts',
-      'test/lib/**/*.test.ts',
-      'test/search-index/**/*.test.ts',
-      'test/directory/**/*.test.ts',
-      'test/db/**/*.test.ts',
-      'test/console/**/*.test.ts',
-    );
-  if (dialect === 'postgres') files.push('test/postgres/**/*.test.ts');
-  return files;
+  return globSync('test/**/*.test.ts')
+    .filter((file) => (file.endsWith('.once.test.ts') ? first : file.endsWith('.postgres.test.ts') ? dialect === 'postgres' : true))
+    .sort();
 }
 
 let failed = false;

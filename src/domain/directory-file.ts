@@ -195,6 +195,36 @@ function validateCredential(raw: unknown, path: string, problems: Collector): Cr
 }
 
 /**
+ * Validates each element of the file's `member` array and keeps the first of each key; a later
+ * element with the same key is a problem that names where the first one is.
+ */
+function validateUnique<T>(
+  data: Record<string, unknown>,
+  member: string,
+  problems: Collector,
+  validate: (raw: unknown, path: string, problems: Collector) => T | undefined,
+  key: { field: string; label: string; of: (item: T) => string },
+): T[] {
+  const kept: T[] = [];
+  const pathOfKey = new Map<string, string>();
+  let index = 0;
+  for (const raw of arrayAt(data, member, '$', problems)) {
+    const path = `$.${member}[${index++}]`;
+    const item = validate(raw, path, problems);
+    if (item === undefined) continue;
+    const value = key.of(item);
+    const earlier = pathOfKey.get(value);
+    if (earlier !== undefined) {
+      problems.add(`${path}.${key.field}`, `duplicate ${key.label} "${value}" (also at ${earlier})`);
+      continue;
+    }
+    pathOfKey.set(value, path);
+    kept.push(item);
+  }
+  return kept;
+}
+
+/**
  * Validates a parsed directory file; returns it normalised, or every problem
  * found. Arrays may be any iterable (a file's users and rooms read element by
  * element, see directory/import-file-reader.ts); each is read once here.
@@ -205,37 +235,11 @@ export function validateDirectoryFile(data: unknown): ValidationResult {
     problems.add('$', `the file must hold a JSON object, got ${describe(data)}`);
     return { file: { organizations: [], credentials: [] }, problems: problems.problems };
   }
-  const organizations: OrganizationImport[] = [];
-  const pathOfOrgId = new Map<string, string>();
-  let index = 0;
-  for (const raw of arrayAt(data, 'organizations', '$', problems)) {
-    const path = `$.organizations[${index++}]`;
-    const organization = validateOrganization(raw, path, problems);
-    if (organization === undefined) continue;
-    const sameId = pathOfOrgId.get(organization.id);
-    if (sameId !== undefined) {
-      problems.add(`${path}.id`, `duplicate organization id "${organization.id}" (also at ${sameId})`);
-      continue;
-    }
-    pathOfOrgId.set(organization.id, path);
-    organizations.push(organization);
-  }
-
-  const credentials: CredentialImport[] = [];
-  const pathOfUsername = new Map<string, string>();
-  index = 0;
-  for (const raw of arrayAt(data, 'credentials', '$', problems)) {
-    const path = `$.credentials[${index++}]`;
-    const credential = validateCredential(raw, path, problems);
-    if (credential === undefined) continue;
-    const sameName = pathOfUsername.get(credential.username);
-    if (sameName !== undefined) {
-      problems.add(`${path}.username`, `duplicate username "${credential.username}" (also at ${sameName})`);
-      continue;
-    }
-    pathOfUsername.set(credential.username, path);
-    credentials.push(credential);
-  }
-
+  const organizations = validateUnique(data, 'organizations', problems, validateOrganization, { field: 'id', label: 'organization id', of: (o) => o.id });
+  const credentials = validateUnique(data, 'credentials', problems, validateCredential, {
+    field: 'username',
+    label: 'username',
+    of: (credential) => credential.username,
+  });
   return { file: { organizations, credentials }, problems: problems.problems };
 }

@@ -3,13 +3,13 @@ import { rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import { loadConfig } from '../../src/config.ts';
-import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
-import { migrationsFor } from '../../src/db/migrations/index.ts';
-import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
-import { importDirectory } from '../../src/directory/bulk-import.ts';
-import { DIRECTORY } from '../helpers/fixtures.ts';
-import { freshDataDir } from '../helpers/test-app.ts';
+import { loadConfig } from '../../../src/config.ts';
+import { migrateToLatest, openDatabase } from '../../../src/db/database.ts';
+import { migrationsFor } from '../../../src/db/migrations/index.ts';
+import { validateDirectoryFile } from '../../../src/domain/directory-file.ts';
+import { importDirectory } from '../../../src/directory/bulk-import.ts';
+import { DIRECTORY } from '../../helpers/fixtures.ts';
+import { freshDataDir } from '../../helpers/test-app.ts';
 
 /*
  * SQLite's trigram index moves to detail=none: an existing database keeps

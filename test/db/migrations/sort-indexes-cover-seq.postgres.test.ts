@@ -3,14 +3,14 @@ import { rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import { loadConfig } from '../../src/config.ts';
-import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
-import { migrationsFor } from '../../src/db/migrations/index.ts';
-import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
-import { importDirectory } from '../../src/directory/bulk-import.ts';
-import { freshDatabase } from '../helpers/databases.ts';
-import { DIRECTORY } from '../helpers/fixtures.ts';
-import { freshDataDir } from '../helpers/test-app.ts';
+import { loadConfig } from '../../../src/config.ts';
+import { migrateToLatest, openDatabase } from '../../../src/db/database.ts';
+import { migrationsFor } from '../../../src/db/migrations/index.ts';
+import { validateDirectoryFile } from '../../../src/domain/directory-file.ts';
+import { importDirectory } from '../../../src/directory/bulk-import.ts';
+import { freshDatabase } from '../../helpers/databases.ts';
+import { DIRECTORY } from '../../helpers/fixtures.ts';
+import { freshDataDir } from '../../helpers/test-app.ts';
 
 /*
  * PostgreSQL's sort indexes come to carry seq, so a sort order is read from

@@ -19,6 +19,7 @@ import { documentRoutes } from './http/document-routes.ts';
 import { compileBody } from './http/body-validator.ts';
 import { directoryRoutes } from './http/directory-routes.ts';
 import { DirectoryService } from './directory/directory-service.ts';
+import { blobStorePlugin } from './plugins/blob-store.ts';
 import { databasePlugin } from './plugins/database.ts';
 import { documentsPlugin } from './plugins/documents.ts';
 import { searchIndexesPlugin } from './plugins/search-indexes.ts';
@@ -37,7 +38,7 @@ export interface AppOptions {
  * Builds the whole service: database (migrated), documents, search indexes, services, routes,
  * OpenAPI. The server, the tests and the benchmarks all use this one function. Each resource is a
  * plugin that closes itself; they close in the reverse of the order they are registered in
- * (search indexes, render pool, then the database).
+ * (search indexes, render pool, then the database; the blob store holds nothing open).
  */
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -59,6 +60,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   }).withTypeProvider<TypeBoxTypeProvider>();
   try {
     await app.register(databasePlugin, { config });
+    await app.register(blobStorePlugin, { config });
     await app.register(documentsPlugin, { config });
     await app.register(searchIndexesPlugin, { config });
   } catch (error) {

@@ -1,24 +1,20 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
-import { openBlobStore, type BlobStore } from '../documents/blob-store.ts';
 import { RenderPool } from '../documents/render-pool.ts';
 import { DocumentService } from '../services/documents.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Where document bytes live (files beside SQLite, or PostgreSQL's blob tables): it holds nothing to close. */
-    blobs: BlobStore;
     /** The render workers; closed before the database. */
     renderer: RenderPool;
     documents: DocumentService;
   }
 }
 
-/** The blob store, the render pool and the document service on top of them, after the database plugin. */
+/** The render pool, and the document service on top of it and the blob store; closes the render pool before the database. */
 export const documentsPlugin = fp<{ config: Config; renderWorkers?: number }>(
   async (app: FastifyInstance, { config, renderWorkers }) => {
-    app.decorate('blobs', await openBlobStore(app.database, config.dataDir));
     const renderer = new RenderPool(renderWorkers === undefined ? config.render : { ...config.render, workers: renderWorkers });
     app.decorate('renderer', renderer);
     app.addHook('onClose', async () => renderer.close());
@@ -27,5 +23,5 @@ export const documentsPlugin = fp<{ config: Config; renderWorkers?: number }>(
     const recovered = await documents.recover();
     if (recovered.temporaryFiles + recovered.orphanBlobs > 0) app.log.info(recovered, 'removed what an interrupted upload left behind');
   },
-  { name: 'documents', dependencies: ['database'] },
+  { name: 'documents', dependencies: ['database', 'blob-store'] },
 );

@@ -54,7 +54,6 @@ export const OrganizationCreate = Type.Object(
   },
   { additionalProperties: false, title: 'OrganizationCreate' },
 );
-export type OrganizationCreateBody = Static<typeof OrganizationCreate>;
 
 /** A JSON merge patch (RFC 7396) of an organization: `name` and `settings.externalSignatories`. */
 export const OrganizationPatch = Type.Object(
@@ -104,14 +103,12 @@ const userFields = {
 
 /** A user to create: `id` generated when absent. */
 export const UserCreate = Type.Object({ id: Type.Optional(Id('User id')), ...userFields }, { additionalProperties: false, title: 'UserCreate' });
-export type UserCreateBody = Static<typeof UserCreate>;
 
 /** A user's whole new state (PUT): absent optional fields reset. */
 export const UserReplace = Type.Object(
   { id: Type.Optional(Type.String({ description: 'Must be the user id if sent' })), ...userFields, createdAt: ReadOnlyInstant, updatedAt: ReadOnlyInstant },
   { additionalProperties: false, title: 'UserReplace' },
 );
-export type UserReplaceBody = Static<typeof UserReplace>;
 
 /** A JSON merge patch (RFC 7396) of a user: `null` removes an optional field (and is refused for `email`). */
 export const UserPatch = Type.Object(

@@ -56,8 +56,7 @@ export class Authenticator {
   readonly #throttle: LoginThrottle;
   readonly #verified = new LruCache<string, VerifiedEntry>(VERIFIED_CACHE_ENTRIES);
   readonly #inFlight = new Map<string, Promise<boolean>>();
-  // A key object made once: handing createHmac raw bytes builds one per request (measured: a
-  // cached lookup, in process, 0.46 ms with raw bytes, 0.34 ms with the key object).
+  // A key object made once: handing createHmac raw bytes would build one on every request.
   readonly #cacheSecret = createSecretKey(randomBytes(32));
   #failuresSincePurge = 0;
   /** Login states read while the database was unchanged; this process's own writes forget theirs. */

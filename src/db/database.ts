@@ -97,8 +97,8 @@ function openPostgres(url: string, poolSize: number, changeNotices: boolean): Da
   // 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
-    // The JIT compiled the plan of a first-seen lookup for 0.3 s to save less than that (measured:
-    // a deep page at a million users); the queries here are index walks that gain nothing from it.
+    // The JIT spends longer compiling a first-seen lookup's plan than it saves: the queries here
+    // are index walks that gain nothing from it.
     // A SET, not a startup option, which poolers such as PgBouncer refuse. Queued before any
     // query on the new connection; if it fails, the connection works as before, only slower.
     client.query('SET jit = off').catch(() => undefined);

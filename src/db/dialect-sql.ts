@@ -34,9 +34,8 @@ export function containsAllTerms(dialect: DialectName, column: Expression<string
  * made cheap to the planner, then restores the server's settings. For the
  * passes that test a search term on many users: the one-pass collection stops
  * at a limit, so the planner expects to stop early and plans no workers, yet a
- * short term scans every user of the organization. Measured at a million
- * users: "ng" in 490–644 ms on one process, 246–274 ms with two workers; a
- * common 3-letter term 169–212 ms against 139–148 ms. SQLite has no such plan.
+ * short term scans every user of the organization, a scan workers share.
+ * SQLite has no such plan.
  */
 export async function withParallelScans<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
   if (dialectOf(trx) !== 'postgres') return work();
@@ -61,9 +60,8 @@ export async function withParallelScans<T>(trx: Transaction<Database>, work: () 
  * than scan and sort, without parallel workers: for the search index's load,
  * which reads a whole organization in pieces of 10,000 users along an index
  * (the users' seq, or a sort index). Misjudging the organization filter, the
- * planner scanned the whole table and sorted it for some pieces (330 ms each
- * instead of 20) and gave others two workers, whose start cost more than they
- * saved (62 ms instead of 21). A million users' keys took 14.3 s.
+ * planner scanned the whole table and sorted it for some pieces and gave
+ * others parallel workers, whose start cost more than they saved.
  */
 export async function preferIndexWalks(trx: Transaction<Database>): Promise<void> {
   if (dialectOf(trx) !== 'postgres') return;
@@ -149,7 +147,7 @@ export function notIndexed(dialect: DialectName, column: Expression<string>): Ra
  * the foreign key to organizations, checked row by row otherwise), then
  * re-creates them from the definitions the database itself reported, so this
  * never drifts from the migrations. Building an index or checking a key once
- * is several times cheaper than row by row (measured: 1,000,000 users).
+ * is much cheaper than row by row.
  * `withKeys` (PostgreSQL, for an organization without stored users, whose
  * load is a plain insert) drops the unique keys and the foreign keys that
  * point at them too; re-creating them checks them all at once. Runs inside the
@@ -220,8 +218,8 @@ export async function serializeImports(trx: Transaction<Database>): Promise<void
 /**
  * Refreshes the planner's statistics of the directory tables after an import.
  * PostgreSQL plans by them, and until autovacuum gets round to a freshly loaded
- * table it would count a million users by nested loops (minutes, measured)
- * instead of a hash join (0.4 s). SQLite's planner does without.
+ * table it would count a large organization by nested loops instead of a hash
+ * join. SQLite's planner does without.
  */
 export async function refreshPlannerStatistics(trx: Transaction<Database>): Promise<void> {
   if (dialectOf(trx) === 'postgres') await sql`analyze users, rooms, room_members`.execute(trx);
@@ -230,8 +228,7 @@ export async function refreshPlannerStatistics(trx: Transaction<Database>): Prom
 /**
  * After an import has committed: PostgreSQL's VACUUM marks the freshly written
  * pages all-visible, so walking a sort index to a deep page reads the index
- * alone (measured at a million users: the last page's ids in 0.3 s instead of
- * 2.3 s with a heap fetch per skipped user). It cannot run in a transaction,
+ * alone, not a heap page per skipped user. It cannot run in a transaction,
  * and only visits pages not yet marked, so it is cheap after a small import.
  * Failing, it changes nothing the import did: autovacuum gets there later.
  */

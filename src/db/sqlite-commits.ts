@@ -7,11 +7,11 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
  * look: the caches keep what they hold only while nothing has.
  *
  * `PRAGMA data_version` tells, but it opens a read transaction to do so: two
- * fcntl locks and an fstat, measured 9 µs a call here and a fifth of the
- * server's busy time under load. The same news sits in the WAL-index header,
+ * fcntl locks and an fstat, a large share of the server's busy time under
+ * load. The same news sits in the WAL-index header,
  * in the `-shm` file every connection to a WAL database shares (mapped into
  * memory; a read of the file sees what the mapping holds): one pread of 96 bytes,
- * 3 µs, no lock. Its layout is part of SQLite's file format, fixed because
+ * no lock. Its layout is part of SQLite's file format, fixed because
  * connections of different SQLite versions share it: https://sqlite.org/walformat.html
  * (section 2.2.1, "The WAL-Index Header").
  *

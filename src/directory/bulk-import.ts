@@ -214,7 +214,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
     if (bulk) {
       bulkLoaded = true;
       // The rooms too, so that their members are checked against the users' keys once, when the
-      // keys are added again, not row by row (105,000 members took 3.9 s that way on PostgreSQL).
+      // keys are added again, not row by row.
       await withoutUserIndexes(trx, { withKeys: firstUsers }, async () => {
         await upsertUsers(run, organization, firstUsers, version);
         await upsertRooms(run, organization, firstUsers, version);
@@ -254,8 +254,8 @@ const FIRST_LOAD_ORGANIZATIONS = 500;
  * or replace (members are only ever stored for stored users), and every user
  * is a plain insert. Organizations and their rooms are upserted many to a
  * statement, users and members inserted in batches of rows from many
- * organizations: per-organization statements made 100,000 organizations of
- * ten users take 204 s on PostgreSQL, one round trip each.
+ * organizations: per-organization statements cost a round trip each, which
+ * made a file of many small organizations slow on PostgreSQL.
  */
 async function loadFirstOrganizations(run: ImportRun, organizations: readonly OrganizationImport[]): Promise<void> {
   const { trx } = run;

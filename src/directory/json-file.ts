@@ -43,8 +43,8 @@ const EOF = -1;
 const WINDOW_BYTES = 1 << 20;
 /**
  * Bytes of a streamed array's elements parsed in one go: about a hundred users.
- * Much larger runs were slower (256 KiB: 3.5 s for a million users), their
- * objects living long enough to be moved out of V8's young generation.
+ * Much larger runs were slower, their objects living long enough to be moved
+ * out of V8's young generation.
  */
 const RUN_BYTES = 16 * 1024;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -167,9 +167,9 @@ class Cursor {
    * The elements of the array at the read position, parsed a run at a time:
    * whole elements up to `runBytes` (or one larger element) go to one
    * JSON.parse, which gives the values parsing each would, with a fraction
-   * of the calls (a million users are read in 1.1 s instead of 1.9 s). A run
-   * that cannot be read is parsed again element by element, so the error is
-   * the one, at the byte, that reading one at a time would have stopped at.
+   * of the calls. A run that cannot be read is parsed again element by
+   * element, so the error is the one, at the byte, that reading one at a
+   * time would have stopped at.
    */
   *elements(runBytes: number): Generator<unknown> {
     this.take(OPEN_BRACKET);

@@ -162,10 +162,10 @@ export class FileBlobStore implements BlobStore {
  * own. node-pg copies every parameter into a fresh send buffer, garbage once
  * sent; at 64 KiB a statement allocates enough besides that the garbage
  * collector frees those buffers as the upload goes. With 1 MiB chunks the
- * whole document's worth piled up first (+26 MiB peak for 25 MiB, measured).
+ * whole document's worth piled up first.
  */
 export const BLOB_CHUNK_BYTES = 64 * 1024;
-/** Chunks fetched per statement when reading (1 MiB): fewer round trips, and less memory than one by one (measured). */
+/** Chunks fetched per statement when reading (1 MiB): fewer round trips, and less memory than one by one. */
 const CHUNKS_PER_READ = 16;
 
 /**
@@ -174,8 +174,8 @@ const CHUNKS_PER_READ = 16;
  * of `blobs` per blob (its size), its bytes in rows of `blob_chunks` (64 KiB,
  * numbered from 0) that go with it when it is deleted. Chunks keep the
  * server's memory to a few at a time: node-pg copies a parameter whole into
- * its send buffer and receives a bytea as hex text, so a 25 MiB document as one
- * value cost 5–8 times its size each way (measured: docs/benchmarks.md). Staging stays
+ * its send buffer and receives a bytea as hex text, so a document as one value
+ * cost several times its size each way (docs/benchmarks.md). Staging stays
  * local (a file the render worker reads).
  */
 export class PostgresBlobStore implements BlobStore {

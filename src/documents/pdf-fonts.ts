@@ -8,7 +8,7 @@
  * searching), and the glyphs themselves come from the embedded program.
  * PDFium reads the map anyway when it loads the font, and some producers
  * (TCPDF, common for generated contracts and invoices) write one covering all
- * 65,536 codes: two such fonts cost 45 ms of a 50 ms thumbnail. So PDFium is
+ * 65,536 codes, which then takes most of a thumbnail's time. So PDFium is
  * given a copy of the file in which the `/ToUnicode` entries of embedded fonts
  * are blanked out with spaces of the same length: every byte offset, and so
  * the cross-reference table, stays valid. The stored document is never changed.
@@ -46,8 +46,8 @@ const MAX_OBJECT_TEXT = 64 * 1024;
 /** Real files have tens of fonts; past this many maps (or composite fonts) the file is left as it is. */
 const MAX_MAPS = 1000;
 /**
- * Larger files are left as they are: the scan costs about 4 ms per MiB, and
- * what it saves (about 20 ms per font) matters for small documents.
+ * Larger files are left as they are: the scan's cost grows with the file, and
+ * what it saves (a cost per font) matters for small documents.
  */
 const MAX_SCANNED_BYTES = 4 * 1024 * 1024;
 

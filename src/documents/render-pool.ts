@@ -19,7 +19,7 @@ const MEMORY_POLL_MS = 20;
 /** Linux's clock ticks per second in /proc/<pid>/stat (USER_HZ: 100 on every current architecture). */
 const CLOCK_TICKS_PER_SECOND = 100;
 /**
- * A render running longer than this is slow (typical pages take under 100 ms):
+ * A render running longer than this is slow (typical pages take a small part of it):
  * it keeps its process, and the pool starts another in its place, so one
  * user's slow documents do not hold up everyone else's uploads.
  */

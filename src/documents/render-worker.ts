@@ -1,7 +1,7 @@
 /**
  * A render worker: a child process that turns page 1 of a PDF or an image
  * (sharp) into a PNG thumbnail. PDFs are drawn by PDFium (compiled to
- * WebAssembly: about 5 times faster than pdf.js here, see docs/benchmarks.md), and by pdf.js on
+ * WebAssembly: faster than pdf.js here, see docs/benchmarks.md), and by pdf.js on
  * @napi-rs/canvas when PDFium cannot open a file or draw its page, or would
  * leave out CJK text (see renderPdf). It runs in its own process so the pool
  * can kill it on a time or memory budget, and at low CPU priority so the API

@@ -10,7 +10,7 @@ const ASCII_ONLY = /^[\0-\x7f]*$/;
 /** `fold(s)` exactly as the contract defines it: NFKD, marks removed, lower case. */
 export function fold(s: string | null | undefined): string {
   const text = s ?? '';
-  // Most names and emails are ASCII, for which the first two steps change nothing: a million users' keys took 0.9 s, 0.6 s so.
+  // Most names and emails are ASCII, for which the first two steps change nothing: skipping them makes folding a directory faster.
   if (ASCII_ONLY.test(text)) return text.toLowerCase();
   return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
 }

@@ -14,17 +14,16 @@ import { filterNeedsMembers, matchesFilter, sortKeyOrder, SORT_FIELDS, type Sign
 const END_OF_KEY = 0;
 
 /**
- * Beyond one candidate in this many users, a further term is scanned for, not checked user by user.
- * Measured at a million users, medians of 7: "ann sch" (8% candidates after "ann") 63 ms with 16,
- * 54 with 4 or 2; "mül ann" 61 -> 46 ms; a term in every key followed by another, the same.
+ * Beyond one candidate in this many users, a further term is scanned for, not checked user by user:
+ * that dense, one scan of the keys costs less than checking each candidate.
  */
 const DENSE = 4;
 
 /** Up to this many matches, a page may be found by sorting them rather than by walking the order. */
 const SORT_UP_TO = 50_000;
 /**
- * Steps of walking an order that cost about one comparison of a sort (a step is a few array reads).
- * Measured at a million users: the one match of a rare term, walked to in 25 ms, sorted in none.
+ * Steps of walking an order that cost about one comparison of a sort (a step is a few array reads),
+ * so that a rare term's few matches are sorted, not walked to through the whole order.
  */
 const WALK_STEPS_PER_COMPARISON = 4;
 
@@ -186,8 +185,7 @@ function placesIn(order: Int32Array): Int32Array {
 interface Base {
   /**
    * The keys' UTF-8 bytes, one character per byte (a one-byte string of the same length): byte-wise
-   * substring search is then String#indexOf, whose calls cost a third of Buffer#indexOf's
-   * (measured at a million users: a term in every key, 53–64 ms against 142–153 ms).
+   * substring search is then String#indexOf, whose calls cost much less than Buffer#indexOf's.
    */
   keys: string;
   starts: Int32Array;
@@ -386,8 +384,8 @@ export class SearchIndex {
   /**
    * This index with its changes merged into what they are laid over: the same users under the same
    * numbers (rooms' members held stand), answering alike, with nothing laid over. Copies every
-   * array once (measured at a million users: about 100 ms), where reading the index whole again
-   * takes a loading process seconds of the database's time.
+   * array once, in memory, where reading the index whole again takes a loading process seconds of
+   * the database's time.
    */
   compacted(): SearchIndex {
     const overlay = this.#overlay;
@@ -639,8 +637,7 @@ export class SearchIndex {
 /**
  * Runs the index's search paths once, each over every user, with terms only the separator between
  * a key's fields matches (no search term holds it: terms are split on white space): the first
- * lookup with terms after a start then finds the code compiled. Measured at a million users: the
- * first lookup with terms took 94 ms, the next ones 35–55 ms.
+ * lookup with terms after a start then finds the code compiled rather than paying for it.
  */
 export function warmUp(index: SearchIndex): void {
   const search = { includeExternal: true, filter: {}, sortBy: 'lastname', offset: 0, size: 20 } as const;

@@ -186,8 +186,8 @@ export async function insertMemberRows(trx: Transaction<Database>, rows: readonl
 
 /**
  * `insert into TABLE (columns) select * from unnest(one array per column)`:
- * measured about twice as fast on PostgreSQL as a multi-row VALUES list, which
- * it parses value by value. Integer columns are the 0/1 flags and `changed_in`.
+ * PostgreSQL takes each array as one parameter, where it parses a multi-row
+ * VALUES list value by value. Integer columns are the 0/1 flags and `changed_in`.
  */
 function unnestInsert<Row>(table: string, columns: readonly (keyof Row & string)[], rows: readonly Row[]): RawBuilder<unknown> {
   const arrays = columns.map((column) => {
@@ -207,8 +207,8 @@ const ARRAY_HEADER_BYTES = 20;
 /**
  * A one-dimensional array in PostgreSQL's binary format, which the driver
  * sends as it is (a Buffer parameter is binary). Built here rather than as
- * a text literal (`{"a","b",NULL}`): a million users' literals took 3.8 s to
- * encode in the driver, and the database parses each of their elements.
+ * a text literal (`{"a","b",NULL}`), which the driver would encode and the
+ * database parse element by element.
  */
 function binaryArray(elementOid: number, count: number, maxBytes: number, write: (buffer: Buffer, at: number, index: number) => number): Buffer {
   const buffer = Buffer.allocUnsafe(ARRAY_HEADER_BYTES + maxBytes);

@@ -61,9 +61,8 @@ function isRoomMember(eb: Users, roomId: string) {
 
 /**
  * The room's members, as users `u`: SQLite loops over the room's member list and looks each user
- * up (a cross join fixes that order), where testing every user of the organization for
- * membership took ten times as long (measured, a million users, a room of 100,000: term "e",
- * 1.45 s -> 0.14 s to count). The member table is only a driver: what is selected is `u`'s.
+ * up (a cross join fixes that order), which is far cheaper than testing every user of the
+ * organization for membership. The member table is only a driver: what is selected is `u`'s.
  */
 function roomMembers(db: Kysely<Database>, orgId: string, roomId: string): SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object> {
   const joined = db
@@ -128,8 +127,7 @@ export async function countSignatories(db: Kysely<Database>, criteria: Candidate
  * One page of matching candidates in the contract's total order. The page's
  * ids are found first, reading only what a sort index holds (org, sort keys,
  * id), and only those users are then read whole: skipping to a deep page reads
- * index entries, not a row per skipped user (measured on PostgreSQL at a
- * million users: the last page in 0.3 s instead of 3.3 s).
+ * index entries, not a row per skipped user.
  */
 export async function findSignatories(
   db: Kysely<Database>,
@@ -143,7 +141,7 @@ export async function findSignatories(
   let page: SelectQueryBuilder<Database & { u: Database['users'] }, 'u', object> = candidates(db, criteria, plan);
   // Sorting matches: order by expressions no index provides, so the planner scans for matches
   // (on SQLite through the index holding every column tested and sorted) instead of walking a
-  // sort index (measured, 1M users, term "ng": SQLite 680 -> 185 ms, PostgreSQL 2.0 -> 0.28 s).
+  // sort index past every user that does not match (a few matches that sort late cost a walk of the whole organization).
   const dialect = dialectOf(db);
   const key = (column: 'u.lastname_key' | 'u.firstname_key' | 'u.email_key' | 'u.id') =>
     plan === 'sort-matches' ? notIndexed(dialect, sql.ref<string>(column)) : sql.ref<string>(column);
@@ -163,7 +161,7 @@ export async function findSignatories(
  * Returns undefined when there are more than `upTo` (too many to sort: the
  * caller counts them and walks the sort index instead), else the exact total
  * and the page, from the one pass where counting and then finding the page
- * would take two (measured: SQLite, 1M users, term "ng": 0.46 -> 0.18-0.26 s).
+ * would take two.
  */
 export async function findFewMatches(
   db: Kysely<Database>,
@@ -265,8 +263,8 @@ function toSignatoryRow(row: {
 /**
  * The page's users, read whole, in the contract's order; `pageUsers` picks them (as `u`). Ordered
  * by expressions no index provides: the few users are found by id, then sorted. Ordered by the
- * columns, SQLite could walk the organization's sort index to spare sorting them (measured: 133
- * ms at a million users for 20 ids, 0 ms this way).
+ * columns, SQLite could walk the organization's sort index to spare sorting them, which costs far
+ * more than sorting a page.
  */
 async function readPage(
   db: Kysely<Database>,

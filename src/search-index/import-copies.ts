@@ -12,9 +12,8 @@ import { writeSnapshot } from './snapshots.ts';
  * What an import does beside writing the directory, in the CLI as in the tests: it leaves a copy
  * of the search index (snapshots.ts) of each organization of a size that gets one
  * of which it changed more users than a server may lay over the index it holds (IMPORT_COPY_AFTER).
- * Without the copy, a server holding the index would read it whole from the database again (6–10 s
- * at a million users, lookups with terms answered by the database meanwhile); with it, the server
- * takes the index in about a second.
+ * Without the copy, a server holding the index would read it whole from the database again (lookups
+ * with terms answered by the database meanwhile); taking the copy is much quicker.
  *
  * The copy is read in the import's own transaction, once everything is written and only the
  * commit is left, so it is on disk before any server sees the new version (a server holding the
@@ -22,8 +21,8 @@ import { writeSnapshot } from './snapshots.ts';
  * database lists only once the import commits: a copy of an import that then fails is never used.
  *
  * Not for a first import of an organization: no server holds an index of it, and its first
- * import is the longest (reading the index would add about 5.5 s to a million users' 35–45 s, on
- * PostgreSQL 12 s in the transaction). A server reads that index whole once, and keeps a copy.
+ * import is the longest there is, which reading the index would make longer still. A server reads
+ * that index whole once, and keeps a copy.
  */
 export function importOptionsFor(
   config: Pick<Config, 'searchCopiesDir' | 'search'>,

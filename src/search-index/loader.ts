@@ -189,10 +189,10 @@ type LoaderReply = { result: LoadResult } | { error: string };
 /**
  * Runs a job in a child process with its own database connection: the request
  * thread keeps serving while it reads, and all the memory the reading takes
- * goes back to the system when the process ends. (In a worker thread, a
- * million users left the server 80 MB larger for good beyond the index: the
- * thread's heap pages stay with the process; sent over the IPC channel, the
- * arrays took twice their size on the way.) The arrays come back through a
+ * goes back to the system when the process ends. (In a worker thread, the
+ * server stayed larger for good beyond the index: the thread's heap pages
+ * stay with the process; sent over the IPC channel, the arrays were copied on
+ * the way.) The arrays come back through a
  * temporary file, read straight into arrays of their exact size.
  */
 export function loadInProcess(config: Config, job: LoadJob): RunningLoad {

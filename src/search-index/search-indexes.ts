@@ -13,7 +13,7 @@ export interface SearchIndexLog {
   warn(details: object, message: string): void;
 }
 
-/** Bytes an index holds per user, roughly (measured at a million users: 73), to skip a load that could not fit. */
+/** Bytes an index holds per user, roughly and with some headroom, to skip a load that could not fit. */
 const BYTES_PER_USER = 80;
 
 /** The most users an organization may have to get an index: one that could not fit is not read. */
@@ -27,15 +27,15 @@ const LOAD_TIMEOUT_MS = 5 * 60_000;
 /**
  * An index is brought up to a new version from what changed, as long as at most this many users
  * changed since it was read whole; beyond, it is read whole again, and lookups use the database
- * meanwhile. Laying changes over an index runs on the request thread: measured at a million users,
- * 20–35 ms for 2,000 changed users, 190 ms for 20,000.
+ * meanwhile. Laying changes over an index runs on the request thread, for longer the more users
+ * changed.
  */
 export const MAX_LAID_OVER = 10_000;
 /**
  * Beyond this many users changed since the index was read whole or last compacted, the changes are
  * merged into it in memory (SearchIndex.compacted): a write never makes a server read an index
- * whole, which takes a loading process seconds of the database's time at a million users. Measured
- * there: laying one more change over 1,000 takes 1.4 ms (3.1 ms over 2,000); merging, 50–180 ms.
+ * whole, which takes a loading process seconds of the database's time. Merging keeps each further
+ * change cheap to lay over, as that cost grows with the changes laid over already.
  */
 const COMPACT_AFTER = 1_000;
 /**
@@ -119,7 +119,7 @@ export type Loader = (job: LoadJob) => RunningLoad;
 
 /**
  * The index holds the keys as a string of its own: the bytes handed over by the loader are freed
- * now, not at some later collection (measured: 65 MB less resident after a million users). Only
+ * now, not at some later collection, so the server does not hold both until then. Only
  * bytes that own their whole buffer, which a loader's large keys do (small ones may share Node's
  * pool, which must stay).
  */

@@ -9,8 +9,8 @@ const CHUNK_BYTES = 64 * 1024;
 /**
  * PostgreSQL keeps a blob's bytes in chunks of 64 KiB (`blob_chunks`) instead
  * of one bytea value: node-pg copies a parameter whole into its send buffer and
- * receives a bytea as hex text, so one 25 MiB value cost over 100 MiB of the
- * server's memory each way. `blobs` keeps one row per blob (its size), which
+ * receives a bytea as hex text, so one large value cost several times its size
+ * in the server's memory each way. `blobs` keeps one row per blob (its size), which
  * the chunks hang off: deleting it deletes them. SQLite keeps files: no change.
  */
 export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -7,7 +7,7 @@ import type { DialectName } from '../dialect.ts';
  * How many users of each kind (external, needing an invitation) an
  * organization has (room_id '': no room id is empty) and each of its rooms has
  * as members. A lookup without search terms is counted from these few rows
- * instead of a scan of the organization (1–1.5 s at a million users). The
+ * instead of a scan of the organization, which grows with it. The
  * import rewrites an organization's rows in its own transaction; existing
  * directories are tallied here.
  */

@@ -6,10 +6,10 @@ import type { DialectName } from '../dialect.ts';
 /**
  * SQLite: a term of one or two characters cannot use the trigram index, so it
  * is tested on every search key of the organization. Walking a sort index for
- * that read each user's row (1.3 s at a million users); this index holds every
- * column such a scan tests or sorts by (the key, the kind, the id for room
- * membership, the sort keys), so counting and sorting the matches read the
- * index alone (see the README for the figures). PostgreSQL is left as it is:
+ * that read each user's row; this index holds every column such a scan tests
+ * or sorts by (the key, the kind, the id for room membership, the sort keys),
+ * so counting and sorting the matches read the index alone (the figures are in
+ * docs/benchmarks.md). PostgreSQL is left as it is:
  * a btree entry must stay under about 2.7 kB, which long names could exceed.
  */
 export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -7,9 +7,9 @@ import type { DialectName } from '../dialect.ts';
  * PostgreSQL: the three sort indexes also carry `seq` (INCLUDE), so reading a
  * sort order as seqs, which loading the in-memory search index does for every
  * user, reads the index alone. Without it each user's row was fetched, in sort
- * order, scattered over the table: a piece of 10,000 users took 17 ms from the
- * buffer cache and 286 ms from the operating system's (a million users). SQLite
- * indexes end with the rowid (`seq`) already.
+ * order, scattered over the table, which is slow once the table does not fit
+ * in PostgreSQL's buffer cache. SQLite indexes end with the rowid (`seq`)
+ * already.
  */
 const SORT_INDEXES = {
   users_by_lastname: ['org_id', 'lastname_key', 'firstname_key', 'email_key', 'id'],

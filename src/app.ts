@@ -13,6 +13,7 @@ import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
 import { compileTextParameters } from './http/query-validator.ts';
+import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { documentRoutes } from './http/document-routes.ts';
@@ -57,6 +58,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     routerOptions: { maxParamLength: 200 },
     // Migrating a large database, or taking a search index copy, may take longer than Fastify's 10 s default.
     pluginTimeout: 0,
+    ...serverTimeoutOptions(config.timeouts),
   }).withTypeProvider<TypeBoxTypeProvider>();
   try {
     await app.register(databasePlugin, { config });
@@ -85,6 +87,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // Bodies are JSON only: without Fastify's text/plain parser, other types answer 415.
   app.removeContentTypeParser('text/plain');
   installProblemHandlers(app);
+  installRequestDeadlines(app, config.timeouts);
   const addMethodNotAllowed = watchAllowedMethods(app, [DOCS_PREFIX, SCIM_PREFIX, CONSOLE_PREFIX]);
   await registerOpenApi(app, VERSION, config.publicBaseUrl);
 

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { uploadBodyLimit } from './domain/upload-body.ts';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -27,6 +28,7 @@ export interface Config {
   readonly logLevel: string;
   readonly login: LoginPolicy;
   readonly render: RenderBudget;
+  readonly timeouts: RequestTimeouts;
   /** SIGNROOM_PASSWORD: the password `bin/signroom credential set` stores, instead of one read from standard input. */
   readonly credentialPassword: string | undefined;
 }
@@ -58,6 +60,19 @@ export interface RenderBudget {
   /** Wall-clock time after which a render is stopped, whatever it does (a hang, or a render starved of CPU). */
   readonly deadlineMs: number;
   readonly memoryBytes: number;
+}
+
+/** How long each phase of a request may take, so that a slow or stalled client cannot hold a connection and its memory. */
+export interface RequestTimeouts {
+  /** From the connection (or the end of the previous request on it) to the end of the request's headers. */
+  readonly headersMs: number;
+  /** A body must bring at least `minBodyBytesPerSecond` on average over each window of this length. */
+  readonly bodyWindowMs: number;
+  readonly minBodyBytesPerSecond: number;
+  /** The whole request, headers and body: by default, the largest upload body at the minimum rate. */
+  readonly requestMs: number;
+  /** From the end of the body to the answer. */
+  readonly handlerMs: number;
 }
 
 /** How failed logins for one username are slowed down and then refused. */
@@ -114,6 +129,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       verifiedCacheSeconds: integer(env, 'SIGNROOM_AUTH_CACHE_SECONDS', 60, 0, 3600),
     }),
     render: renderBudget(env),
+    timeouts: requestTimeouts(env),
   };
   return Object.freeze(config);
 }
@@ -128,6 +144,22 @@ function renderBudget(env: Env): RenderBudget {
     // Every upload is answered within 5 s by default: a render is stopped 4 s after it starts, whatever it does.
     deadlineMs: integer(env, 'SIGNROOM_RENDER_DEADLINE_MS', timeoutMs + 1_000, 100, 2_400_000),
     memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
+  });
+}
+
+function requestTimeouts(env: Env): RequestTimeouts {
+  const headersMs = integer(env, 'SIGNROOM_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  const minBodyBytesPerSecond = integer(env, 'SIGNROOM_BODY_MIN_BYTES_PER_SECOND', 16_384, 1, 1_073_741_824);
+  const largestBody = uploadBodyLimit(integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824));
+  const requestMs = integer(env, 'SIGNROOM_REQUEST_TIMEOUT_MS', headersMs + Math.ceil(largestBody / minBodyBytesPerSecond) * 1000, 100, 2_147_483_647);
+  if (requestMs < headersMs)
+    throw new ConfigError('SIGNROOM_REQUEST_TIMEOUT_MS', `must be at least SIGNROOM_HEADERS_TIMEOUT_MS (${headersMs}), got ${requestMs}`);
+  return Object.freeze({
+    headersMs,
+    bodyWindowMs: integer(env, 'SIGNROOM_BODY_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    minBodyBytesPerSecond,
+    requestMs,
+    handlerMs: integer(env, 'SIGNROOM_HANDLER_TIMEOUT_MS', 60_000, 100, 3_600_000),
   });
 }
 

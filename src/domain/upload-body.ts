@@ -8,6 +8,18 @@ import { decodeBase64, type PayloadResult } from './payload.ts';
  * as JSON.parse would.
  */
 
+/**
+ * Request bodies beyond this cannot hold a valid payload: refused (413) before
+ * they are read whole. JSON may escape every "/" as "\\/" and every line break
+ * as "\\r\\n", which can double the text, so the bound is twice the base64 of
+ * the largest document (plus room for a data URI, a name and JSON); the exact
+ * decoded size is checked after decoding.
+ */
+export function uploadBodyLimit(maxDocumentBytes: number): number {
+  const base64 = Math.ceil(maxDocumentBytes / 3) * 4;
+  return 2 * base64 + 64 * 1024;
+}
+
 /** The body is not valid JSON, or is hostile (`__proto__`, `constructor.prototype`). */
 export class JsonBodyError extends Error {
   constructor(message: string) {

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { effectivePageSize } from '../domain/paging.ts';
 import { decodePayload, type PayloadResult } from '../domain/payload.ts';
-import { JsonBodyError, parseUploadBody } from '../domain/upload-body.ts';
+import { JsonBodyError, parseUploadBody, uploadBodyLimit } from '../domain/upload-body.ts';
 import { ProblemError } from '../errors.ts';
 import { readRequestBody } from './request-body.ts';
 import {
@@ -32,18 +32,6 @@ export interface DocumentRouteOptions {
   maxDocumentBytes: number;
   /** Path prefix of the API, for Location headers (not "prefix": Fastify would take that as the route prefix). */
   apiPrefix: string;
-}
-
-/**
- * Request bodies beyond this cannot hold a valid payload: refused (413) before
- * they are read whole. JSON may escape every "/" as "\\/" and every line break
- * as "\\r\\n", which can double the text, so the bound is twice the base64 of
- * the largest document (plus room for a data URI, a name and JSON); the exact
- * decoded size is checked after decoding.
- */
-export function uploadBodyLimit(maxDocumentBytes: number): number {
-  const base64 = Math.ceil(maxDocumentBytes / 3) * 4;
-  return 2 * base64 + 64 * 1024;
 }
 
 const ROOM = '/organizations/:organizationId/rooms/:signingRoomId/documents';

@@ -17,27 +17,30 @@ interface LintProblem {
   location: { pointer: string }[];
 }
 
-/** The served OpenAPI document passes `redocly lint` (its recommended rules) with no error (contract section 7). */
+/**
+ * The served OpenAPI document passes `redocly lint` (its recommended rules) with no error (contract
+ * section 7), both as served by default (servers: `/`) and with a public base URL configured.
+ */
 describe('OpenAPI document under redocly lint', () => {
-  let t: TestApp;
+  let configured: TestApp;
+  let plain: TestApp;
   let dir: string;
   before(async () => {
-    t = await startTestApp({ SIGNROOM_PUBLIC_BASE_URL: 'https://sign.example.com' });
+    configured = await startTestApp({ SIGNROOM_PUBLIC_BASE_URL: 'https://sign.example.com' });
+    plain = await startTestApp();
     dir = mkdtempSync(path.join(tmpdir(), 'signroom-redocly-'));
   });
   after(async () => {
-    await t.close();
+    await configured.close();
+    await plain.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('has no error, and names the configured server', async () => {
+  /** The document `t` serves, its servers' URLs, and redocly's errors on it (each as rule, place and message). */
+  async function lint(t: TestApp, name: string): Promise<{ servers: string[]; errors: string[] }> {
     const response = await t.app.inject({ url: '/admin/api/v3/openapi.json' });
     assert.equal(response.statusCode, 200);
-    assert.deepEqual(
-      response.json<{ servers: { url: string }[] }>().servers.map((server) => server.url),
-      ['https://sign.example.com'],
-    );
-    const file = path.join(dir, 'openapi.json');
+    const file = path.join(dir, `${name}.json`);
     writeFileSync(file, response.body);
     // Offline: no telemetry, no update check.
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
@@ -45,10 +48,23 @@ describe('OpenAPI document under redocly lint', () => {
       (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
     );
     const problems = (JSON.parse(stdout) as { problems: LintProblem[] }).problems;
-    const errors = problems.filter((problem) => problem.severity === 'error');
-    assert.deepEqual(
-      errors.map((problem) => `${problem.ruleId} at ${problem.location[0]?.pointer}: ${problem.message}`),
-      [],
-    );
+    return {
+      servers: response.json<{ servers: { url: string }[] }>().servers.map((server) => server.url),
+      errors: problems
+        .filter((problem) => problem.severity === 'error')
+        .map((problem) => `${problem.ruleId} at ${problem.location[0]?.pointer}: ${problem.message}`),
+    };
+  }
+
+  it('has no error, and names the configured server', async () => {
+    const { servers, errors } = await lint(configured, 'configured');
+    assert.deepEqual(servers, ['https://sign.example.com']);
+    assert.deepEqual(errors, []);
+  });
+
+  it('has no error as served by default, its server the relative `/`', async () => {
+    const { servers, errors } = await lint(plain, 'default');
+    assert.deepEqual(servers, ['/']);
+    assert.deepEqual(errors, []);
   });
 });

@@ -6,17 +6,64 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { uploadBodyLimit } from '../../src/domain/upload-body.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { solidImage } from '../helpers/images.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const LIMIT = 100_000;
+const BODY_LIMIT = uploadBodyLimit(LIMIT);
 const AUTH = basic('acme-admin', ACME_PASSWORD);
+const ATTEMPTS = 10;
 
 /** An upload body whose payload decodes to `bytes` bytes, as a client would send it. */
 function uploadBody(bytes: number): string {
   return JSON.stringify({ payload: Buffer.alloc(bytes, 0x25).toString('base64') });
 }
+
+/** An upload body of exactly `length` bytes (base64 text in the payload). */
+function bodyOfLength(length: number): string {
+  const frame = '{"payload":""}';
+  return `{"payload":"${'JSUl'.repeat(Math.ceil(length / 4)).slice(0, length - frame.length)}"}`;
+}
+
+/**
+ * Two ways to be too large. Over the decoded limit but within the body limit,
+ * the body is read whole and refused after decoding; over the body limit it is
+ * refused from its Content-Length, before it is read whole, while the client
+ * is still sending it: the case the contract's "reset or broken pipe" is about.
+ */
+const CASES = [
+  { name: `a payload decoding to 2× the document limit (${LIMIT * 2} bytes)`, body: () => uploadBody(LIMIT * 2) },
+  { name: `a payload decoding to 10× the document limit (${LIMIT * 10} bytes)`, body: () => uploadBody(LIMIT * 10) },
+  { name: `a body of 2× the body limit (${BODY_LIMIT * 2} bytes)`, body: () => bodyOfLength(BODY_LIMIT * 2) },
+  { name: `a body of 10× the body limit (${BODY_LIMIT * 10} bytes)`, body: () => bodyOfLength(BODY_LIMIT * 10) },
+];
+
+/**
+ * POSTs the body in a file with Python requests, `attempts` times in a row
+ * (a new connection each time, as requests.post makes), and prints one JSON
+ * line per attempt: what was read, or the exception raised instead.
+ */
+const PYTHON_CLIENT = `
+import json, sys
+import requests
+url, auth, file, attempts = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with open(file, 'rb') as f:
+    body = f.read()
+for attempt in range(attempts):
+    try:
+        r = requests.post(url, data=body, headers={'authorization': auth, 'content-type': 'application/json'}, timeout=60)
+        try:
+            code = r.json().get('code')
+        except ValueError:
+            code = None
+        print(json.dumps({'attempt': attempt, 'status': r.status_code, 'contentType': r.headers.get('content-type'), 'code': code}), flush=True)
+    except Exception as e:
+        print(json.dumps({'attempt': attempt, 'error': type(e).__name__ + ': ' + str(e)}), flush=True)
+`;
+
+const run = promisify(execFile);
 
 /**
  * A client still sending an oversize body reads the 413 problem, not a reset or a broken pipe
@@ -38,27 +85,29 @@ describe('413 answers that clients read', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const factor of [2, 10]) {
-    it(`answers fetch (undici) with the problem, ten times in a row, for a body of ${factor}× the limit`, async () => {
-      const body = uploadBody(LIMIT * factor);
-      for (let attempt = 0; attempt < 10; attempt++) {
-        const response = await fetch(url, { method: 'POST', headers: { authorization: AUTH, 'content-type': 'application/json' }, body });
+  for (const [index, { name, body: makeBody }] of CASES.entries()) {
+    it(`answers fetch (undici) with the problem, ten times in a row, for ${name}`, async () => {
+      const body = makeBody();
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        const response = await fetch(url, { method: 'POST', headers: { authorization: AUTH, 'content-type': 'application/json' }, body }).catch(
+          (error: Error) => assert.fail(`attempt ${attempt}: ${error.message} (${String((error.cause as Error | undefined)?.message)})`),
+        );
         assert.equal(response.status, 413, `attempt ${attempt}`);
-        assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
-        assert.equal((await response.json()).code, 'payload-too-large');
+        assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/, `attempt ${attempt}`);
+        assert.equal((await response.json()).code, 'payload-too-large', `attempt ${attempt}`);
       }
     });
 
-    it(`answers curl with the problem, ten times in a row, for a body of ${factor}× the limit`, async () => {
-      const file = path.join(dir, `body-${factor}.json`);
-      writeFileSync(file, uploadBody(LIMIT * factor));
-      for (let attempt = 0; attempt < 10; attempt++) {
+    it(`answers curl with the problem, ten times in a row, for ${name}`, async () => {
+      const file = path.join(dir, `body-${index}.json`);
+      writeFileSync(file, makeBody());
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
         // curl exits 0 once it has read a whole answer; a reset or broken pipe is exit 55 or 56.
-        const { stdout } = await promisify(execFile)('curl', [
+        const { stdout } = await run('curl', [
           '--silent',
           '--show-error',
           '--write-out',
-          '\n%{http_code}',
+          '\n%{http_code}\n%{content_type}',
           '--header',
           `authorization: ${AUTH}`,
           '--header',
@@ -66,10 +115,34 @@ describe('413 answers that clients read', () => {
           '--data-binary',
           `@${file}`,
           url,
-        ]);
+        ]).catch((error: Error & { code?: number; stderr?: string }) => assert.fail(`attempt ${attempt}: curl exit ${error.code}: ${error.stderr}`));
         const lines = stdout.trimEnd().split('\n');
-        assert.equal(lines.at(-1), '413', `attempt ${attempt}: ${stdout}`);
-        assert.equal(JSON.parse(lines.slice(0, -1).join('\n')).code, 'payload-too-large');
+        assert.equal(lines.at(-2), '413', `attempt ${attempt}: ${stdout}`);
+        assert.match(lines.at(-1) ?? '', /^application\/problem\+json/, `attempt ${attempt}: ${stdout}`);
+        assert.equal(JSON.parse(lines.slice(0, -2).join('\n')).code, 'payload-too-large', `attempt ${attempt}`);
+      }
+    });
+
+    it(`answers Python requests with the problem, ten times in a row, for ${name}`, async () => {
+      // Never skipped: without Python requests the test fails and says how to get it.
+      await run('python3', ['-c', 'import requests']).catch((error: Error & { stderr?: string }) =>
+        assert.fail(
+          `this test needs python3 and its requests package (Debian: apt-get install python3 python3-requests): ${error.stderr?.trim().split('\n').at(-1) || error.message}`,
+        ),
+      );
+      const file = path.join(dir, `body-${index}.json`);
+      writeFileSync(file, makeBody());
+      const { stdout } = await run('python3', ['-c', PYTHON_CLIENT, url, AUTH, file, String(ATTEMPTS)]);
+      const attempts = stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { attempt: number; status?: number; contentType?: string; code?: string; error?: string });
+      assert.equal(attempts.length, ATTEMPTS, stdout);
+      for (const answer of attempts) {
+        assert.equal(answer.error, undefined, `attempt ${answer.attempt}: ${answer.error}`);
+        assert.equal(answer.status, 413, `attempt ${answer.attempt}`);
+        assert.match(answer.contentType ?? '', /^application\/problem\+json/, `attempt ${answer.attempt}`);
+        assert.equal(answer.code, 'payload-too-large', `attempt ${answer.attempt}`);
       }
     });
   }

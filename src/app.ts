@@ -28,6 +28,13 @@ import { searchIndexesPlugin } from './plugins/search-indexes.ts';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Checks credentials and tokens for the API and SCIM; what it counts is shown at /metrics. */
+    authenticator: Authenticator;
+  }
+}
+
 export interface AppOptions {
   /** Where logs go; defaults to standard output. */
   logStream?: NodeJS.WritableStream;
@@ -59,6 +66,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     // Migrating a large database, or taking a search index copy, may take longer than Fastify's 10 s default.
     pluginTimeout: 0,
     ...serverTimeoutOptions(config.timeouts),
+    // Behind trusted proxies, the client's address (request.ip) is read from X-Forwarded-For.
+    trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
   }).withTypeProvider<TypeBoxTypeProvider>();
   try {
     await app.register(databasePlugin, { config });
@@ -98,6 +107,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     changes: database.changes,
   });
   const directory = new DirectoryService(database.db, config.maxPageSize);
+  app.decorate('authenticator', authenticator);
 
   await app.register(healthRoutes, {
     searchIndexes: () => searchIndexes.status(),

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { uploadBodyLimit } from './domain/upload-body.ts';
 
@@ -27,6 +29,8 @@ export interface Config {
   readonly publicBaseUrl: string;
   readonly logLevel: string;
   readonly login: LoginPolicy;
+  /** Proxies whose X-Forwarded-For names the client (addresses or CIDR ranges); none by default. */
+  readonly trustedProxies: readonly string[];
   readonly render: RenderBudget;
   readonly timeouts: RequestTimeouts;
   /** SIGNROOM_PASSWORD: the password `bin/signroom credential set` stores, instead of one read from standard input. */
@@ -75,10 +79,15 @@ export interface RequestTimeouts {
   readonly handlerMs: number;
 }
 
-/** How failed logins for one username are slowed down and then refused. */
+/** How failed logins are slowed down and then refused, and how many password hashes may run. */
 export interface LoginPolicy {
-  /** Failures (within the lock window) after which the username answers 429. */
+  /** Failures of one username from one client address (within the lock window) after which that pair answers 429. */
   readonly maxFailures: number;
+  /** Failures from one client address, whatever the usernames, after which its logins answer 429 (per process). */
+  readonly maxFailuresPerAddress: number;
+  /** Password hashes computed at once; more wait in a queue of `hashQueue`, and beyond it are answered 503. */
+  readonly hashConcurrency: number;
+  readonly hashQueue: number;
   /** Length of the failure window and of the lock, in seconds. */
   readonly lockSeconds: number;
   /** How long a verified credential is trusted without re-hashing, in seconds. */
@@ -127,7 +136,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxFailures: integer(env, 'SIGNROOM_LOGIN_MAX_FAILURES', 5, 1, 1000),
       lockSeconds: integer(env, 'SIGNROOM_LOGIN_LOCK_SECONDS', 300, 1, 86_400),
       verifiedCacheSeconds: integer(env, 'SIGNROOM_AUTH_CACHE_SECONDS', 60, 0, 3600),
+      maxFailuresPerAddress: integer(env, 'SIGNROOM_LOGIN_MAX_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
+      ...hashLimits(env),
     }),
+    trustedProxies: trustedProxies(env),
     render: renderBudget(env),
     timeouts: requestTimeouts(env),
   };
@@ -145,6 +157,33 @@ function renderBudget(env: Env): RenderBudget {
     deadlineMs: integer(env, 'SIGNROOM_RENDER_DEADLINE_MS', timeoutMs + 1_000, 100, 2_400_000),
     memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
   });
+}
+
+function hashLimits(env: Env): { hashConcurrency: number; hashQueue: number } {
+  // scrypt runs on libuv's thread pool, four threads unless UV_THREADPOOL_SIZE says otherwise.
+  const hashConcurrency = integer(env, 'SIGNROOM_LOGIN_HASH_CONCURRENCY', Math.min(availableParallelism(), 4), 1, 256);
+  return { hashConcurrency, hashQueue: integer(env, 'SIGNROOM_LOGIN_HASH_QUEUE', 4 * hashConcurrency, 0, 100_000) };
+}
+
+const CIDR = /^(.+)\/(\d{1,3})$/;
+
+function trustedProxies(env: Env): readonly string[] {
+  const value = raw(env, 'SIGNROOM_TRUSTED_PROXIES');
+  if (value === undefined) return Object.freeze([]);
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const range = CIDR.exec(entry);
+    const address = range?.[1] ?? entry;
+    const version = isIP(address);
+    const bits = range === null ? undefined : Number(range[2]);
+    if (version === 0 || (bits !== undefined && bits > (version === 4 ? 32 : 128))) {
+      throw new ConfigError('SIGNROOM_TRUSTED_PROXIES', `must list IP addresses or CIDR ranges separated by commas, got "${entry}"`);
+    }
+  }
+  return Object.freeze(entries);
 }
 
 function requestTimeouts(env: Env): RequestTimeouts {

@@ -10,15 +10,21 @@ import { clearLoginFailures, purgeLoginFailures, recordLoginFailure } from '../r
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
 import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
-import { DECOY_HASH, verifyPassword } from './password-hash.ts';
+import { BoundedConcurrency } from '../lib/bounded-concurrency.ts';
+import { AddressThrottle } from './address-throttle.ts';
+import { measureHashMs, verifyPassword } from './password-hash.ts';
 
 /** The result of checking an Authorization header; `username` is who acts: a credential's username, or `token:<id>`. */
 export type AuthOutcome =
   | { kind: 'authenticated'; username: string; scope: CredentialScope }
   | { kind: 'missing' }
   | { kind: 'malformed' }
-  | { kind: 'rejected'; delayMs: number }
-  | { kind: 'throttled'; retryAfterSeconds: number };
+  /** `username`: the Basic username tried (absent for a token). */
+  | { kind: 'rejected'; delayMs: number; username?: string }
+  /** Too many failures: of this username from this address (`username`), or from this address whatever the username (`address`). */
+  | { kind: 'throttled'; retryAfterSeconds: number; by: 'username' | 'address'; username: string }
+  /** Every password hash slot and its queue are taken: try again shortly. */
+  | { kind: 'busy'; retryAfterSeconds: number };
 
 interface VerifiedEntry {
   /** The stored hash the password was verified against: a changed credential no longer matches. */
@@ -59,6 +65,14 @@ export class Authenticator {
   // A key object made once: handing createHmac raw bytes would build one on every request.
   readonly #cacheSecret = createSecretKey(randomBytes(32));
   #failuresSincePurge = 0;
+  /** Password hashes run here, a few at a time: a flood of logins waits or is refused, it does not take every core. */
+  readonly #hashes: BoundedConcurrency;
+  /** How long a hash takes, kept up to date: an unknown username is answered after as long, without computing one. */
+  #typicalHashMs: number | undefined;
+  readonly #firstHashMs: Promise<number>;
+  readonly #addresses: AddressThrottle;
+  /** Hashes computed since the start (for /metrics, and to show that unknown usernames cost none). */
+  hashesComputed = 0;
   /** Login states read while the database was unchanged; this process's own writes forget theirs. */
   readonly #loginStates: ChangeScopedCache<string, LoginState>;
   /** Tokens by the hash of their secret, read while the database was unchanged (a revoked one is gone at once). */
@@ -73,10 +87,21 @@ export class Authenticator {
     this.#loginStates = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, LOGIN_STATE_ENTRIES);
     this.#tokens = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, TOKEN_ENTRIES);
     this.#throttle = new LoginThrottle(policy, this.#now);
+    this.#hashes = new BoundedConcurrency(policy.hashConcurrency, policy.hashQueue);
+    this.#addresses = new AddressThrottle(policy.maxFailuresPerAddress, policy.lockSeconds * 1000, this.#now);
+    this.#firstHashMs = measureHashMs();
   }
 
-  /** Authenticates the value of an Authorization header, as the credential stands at least as new as `asOf` (`performance.now()`). */
-  async authenticate(header: string | undefined, asOf = performance.now()): Promise<AuthOutcome> {
+  /** Password hashes running and waiting now. */
+  get hashQueue(): { running: number; queued: number } {
+    return { running: this.#hashes.running, queued: this.#hashes.queued };
+  }
+
+  /**
+   * Authenticates the value of an Authorization header sent from `client` (its address), as the
+   * credential stands at least as new as `asOf` (`performance.now()`).
+   */
+  async authenticate(header: string | undefined, asOf = performance.now(), client = ''): Promise<AuthOutcome> {
     if (header === undefined || header === '') return { kind: 'missing' };
     const token = bearerToken(header);
     if (token !== undefined) return this.#authenticateToken(token, asOf);
@@ -86,69 +111,100 @@ export class Authenticator {
     // No stored credential is this long or has a control character in its name (the import
     // refuses them; PostgreSQL cannot even take U+0000): answer at once, and keep nothing about it.
     if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH || /\p{Cc}/u.test(username)) {
-      return { kind: 'rejected', delayMs: 0 };
+      return { kind: 'rejected', delayMs: 0, username };
     }
-
-    // One read per request: the credential (so a revoked or changed one stops
-    // working at once) and the username's failed logins, shared by every process.
-    const { credential: row, failures } = await this.#loginStates.read(username, () => findLoginState(this.#db, username), asOf);
-    const verdict = this.#throttle.check(username, failures);
-    if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
-
     const cacheKey = createHmac('sha256', this.#cacheSecret).update(username).update('\0').update(password).digest('base64');
     const cached = this.#verified.get(cacheKey);
-    if (row !== undefined && cached !== undefined && cached.expiresAt > this.#now() && sameString(cached.passwordHash, row.passwordHash)) {
+    const recentlyVerified = cached !== undefined && cached.expiresAt > this.#now();
+    // An address that failed too often is refused before any read or hash, unless its password was verified just now.
+    const fromAddress = this.#addresses.check(client);
+    if (fromAddress.locked && !recentlyVerified) return { kind: 'throttled', retryAfterSeconds: fromAddress.retryAfterSeconds, by: 'address', username };
+
+    // One read per request: the credential (so a revoked or changed one stops working at once)
+    // and the failed logins of this username from this address, shared by every process.
+    const throttleKey = `${client}\0${username}`;
+    const { credential: row, failures } = await this.#loginStates.read(throttleKey, () => findLoginState(this.#db, username, client), asOf);
+    const verdict = this.#throttle.check(throttleKey, failures);
+    if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds, by: 'username', username };
+
+    if (row !== undefined && recentlyVerified && sameString(cached.passwordHash, row.passwordHash)) {
       return { kind: 'authenticated', username, scope: row.scope };
     }
 
-    const storedHash = row?.passwordHash ?? (await DECOY_HASH);
-    // Identical attempts in flight share one hash and count as one attempt.
-    const verificationKey = `${cacheKey}\0${storedHash}`;
+    // Identical attempts in flight share one check and count as one attempt.
+    const verificationKey = `${cacheKey}\0${row?.passwordHash ?? ''}`;
     let verification = this.#inFlight.get(verificationKey);
     const owner = verification === undefined;
     if (verification === undefined) {
-      const admitted = this.#throttle.begin(username, failures);
-      if (admitted.locked) return { kind: 'throttled', retryAfterSeconds: admitted.retryAfterSeconds };
-      verification = verifyPassword(password, storedHash).finally(() => this.#inFlight.delete(verificationKey));
+      const admitted = this.#throttle.begin(throttleKey, failures);
+      if (admitted.locked) return { kind: 'throttled', retryAfterSeconds: admitted.retryAfterSeconds, by: 'username', username };
+      // An unknown username computes no hash: it is answered after as long as a hash takes, so time tells nothing.
+      const storedHash = row?.passwordHash;
+      const started = storedHash === undefined ? this.#asLongAsAHash() : this.#hashes.run(() => this.#verify(password, storedHash));
+      if (started === undefined) {
+        this.#throttle.end(throttleKey);
+        return { kind: 'busy', retryAfterSeconds: 1 };
+      }
+      verification = started.finally(() => this.#inFlight.delete(verificationKey));
       this.#inFlight.set(verificationKey, verification);
     }
     let valid: boolean;
     try {
       valid = await verification;
     } catch (error) {
-      if (owner) this.#throttle.end(username);
+      if (owner) this.#throttle.end(throttleKey);
       throw error;
     }
     if (!valid || row === undefined) {
-      if (!owner) return { kind: 'rejected', delayMs: failureDelayMs(this.#throttle.current(failures)?.failures ?? 0) };
+      if (!owner) return { kind: 'rejected', delayMs: failureDelayMs(this.#throttle.current(failures)?.failures ?? 0), username };
       try {
-        const recorded = await this.#loginStates.forgetting(username, () =>
-          recordLoginFailure(this.#db, username, this.#now(), {
+        this.#addresses.fail(client);
+        const recorded = await this.#loginStates.forgetting(throttleKey, () =>
+          recordLoginFailure(this.#db, username, client, this.#now(), {
             windowMs: this.#policy.lockSeconds * 1000,
             maxFailures: this.#policy.maxFailures,
           }),
         );
         await this.#purgeNowAndThen();
-        return { kind: 'rejected', delayMs: failureDelayMs(recorded.failures) };
+        return { kind: 'rejected', delayMs: failureDelayMs(recorded.failures), username };
       } finally {
-        this.#throttle.end(username);
+        this.#throttle.end(throttleKey);
       }
     }
 
     if (owner) {
       try {
-        if (failures !== undefined) await this.#loginStates.forgetting(username, () => clearLoginFailures(this.#db, username));
+        if (failures !== undefined) await this.#loginStates.forgetting(throttleKey, () => clearLoginFailures(this.#db, username, client));
       } finally {
-        this.#throttle.end(username);
+        this.#throttle.end(throttleKey);
       }
     }
     if (this.#policy.verifiedCacheSeconds > 0) {
       this.#verified.set(cacheKey, {
-        passwordHash: storedHash,
+        passwordHash: row.passwordHash,
         expiresAt: this.#now() + this.#policy.verifiedCacheSeconds * 1000,
       });
     }
     return { kind: 'authenticated', username, scope: row.scope };
+  }
+
+  /** Verifies a password against its stored hash, keeping the typical time of a hash up to date. */
+  async #verify(password: string, storedHash: string): Promise<boolean> {
+    const started = performance.now();
+    try {
+      return await verifyPassword(password, storedHash);
+    } finally {
+      const ms = performance.now() - started;
+      this.hashesComputed += 1;
+      this.#typicalHashMs = this.#typicalHashMs === undefined ? ms : 0.8 * this.#typicalHashMs + 0.2 * ms;
+    }
+  }
+
+  /** Waits as long as a hash takes, and fails: what an unknown username gets. */
+  async #asLongAsAHash(): Promise<boolean> {
+    const ms = this.#typicalHashMs ?? (await this.#firstHashMs);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return false;
   }
 
   /**

@@ -27,8 +27,11 @@ export interface DirectoryStateTable {
   stamp: string;
 }
 
+/** Failed logins of one username from one client address (the throttle's state, shared by every process). */
 export interface LoginFailureTable {
   username: string;
+  /** The client's address as the server sees it (behind trusted proxies, from X-Forwarded-For). */
+  client: string;
   failures: number;
   /** Milliseconds since the epoch (a string from PostgreSQL's bigint). */
   window_start: number | string;

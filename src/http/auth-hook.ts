@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
+import { scopeIncludes, type Authenticator, type AuthOutcome } from '../auth/authenticator.ts';
 import { bearerToken } from '../domain/api-token.ts';
 import type { CredentialScope } from '../repositories/credential-repository.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
@@ -32,7 +33,8 @@ export function requireAuth(scope: FastifyInstance, authenticator: Authenticator
   scope.addHook('onRequest', async (request, reply) => {
     request.receivedAt = performance.now();
     await afterPendingReads();
-    const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
+    const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt, request.ip);
+    logAuthOutcome(request, outcome);
     switch (outcome.kind) {
       case 'missing':
         return sendProblem(reply, 'unauthorized', 'This API needs HTTP Basic authentication or an API token (Authorization: Bearer).', { headers: CHALLENGE });
@@ -46,7 +48,16 @@ export function requireAuth(scope: FastifyInstance, authenticator: Authenticator
           return sendProblem(reply, 'unauthorized', 'Unknown or revoked API token.', { headers: CHALLENGE });
         return sendProblem(reply, 'unauthorized', 'Unknown username or wrong password.', { headers: CHALLENGE });
       case 'throttled':
-        return sendProblem(reply, 'too-many-requests', `Too many failed logins for this username; try again in ${outcome.retryAfterSeconds} s.`, {
+        return sendProblem(
+          reply,
+          'too-many-requests',
+          outcome.by === 'username'
+            ? `Too many failed logins for this username; try again in ${outcome.retryAfterSeconds} s.`
+            : `Too many failed logins from this address; try again in ${outcome.retryAfterSeconds} s.`,
+          { headers: { 'retry-after': String(outcome.retryAfterSeconds) } },
+        );
+      case 'busy':
+        return sendProblem(reply, 'service-unavailable', 'The server is busy checking other passwords; try again in a moment.', {
           headers: { 'retry-after': String(outcome.retryAfterSeconds) },
         });
       case 'authenticated': {
@@ -60,6 +71,37 @@ export function requireAuth(scope: FastifyInstance, authenticator: Authenticator
       }
     }
   });
+}
+
+/**
+ * Logs what an operator needs to see of authentication: failed logins, throttling and a full
+ * hash queue, with the client's address and the username as a short hash (never the name itself,
+ * which may be a password typed in the wrong box).
+ */
+export function logAuthOutcome(request: FastifyRequest, outcome: AuthOutcome): void {
+  switch (outcome.kind) {
+    case 'rejected':
+      request.log.warn({ event: 'login.failed', user: userTag(outcome.username), client: request.ip }, 'login failed');
+      return;
+    case 'throttled':
+      request.log.warn(
+        { event: 'login.throttled', by: outcome.by, user: userTag(outcome.username), client: request.ip, retryAfterSeconds: outcome.retryAfterSeconds },
+        'login refused: too many failures',
+      );
+      return;
+    case 'busy':
+      request.log.warn({ event: 'login.busy', client: request.ip }, 'login refused: every password hash slot is taken');
+      return;
+    case 'missing':
+    case 'malformed':
+    case 'authenticated':
+      return;
+  }
+}
+
+/** A username as a short hash that tells the same name again (`token` for an API token). */
+function userTag(username: string | undefined): string {
+  return username === undefined ? 'token' : createHash('sha256').update(username).digest('hex').slice(0, 12);
 }
 
 function organizationOf(request: FastifyRequest): string | undefined {

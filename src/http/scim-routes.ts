@@ -8,6 +8,7 @@ import { ScimError } from '../scim/scim-error.ts';
 import type { ScimGroups } from '../scim/scim-groups.ts';
 import { scimPaging, type ScimUsers } from '../scim/scim-users.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
+import { logAuthOutcome } from './auth-hook.ts';
 
 /** Where each organization's SCIM service is: the "tenant URL" an administrator gives the identity provider. */
 export const SCIM_PREFIX = '/scim/v2/organizations';
@@ -50,10 +51,15 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   app.addHook('onRequest', async (request, reply) => {
     request.receivedAt = performance.now();
     await afterPendingReads();
-    const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt);
+    const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt, request.ip);
+    logAuthOutcome(request, outcome);
     if (outcome.kind === 'throttled') {
       reply.header('retry-after', String(outcome.retryAfterSeconds));
       return sendScimError(reply, new ScimError(429, `Too many failed logins; try again in ${outcome.retryAfterSeconds} s.`));
+    }
+    if (outcome.kind === 'busy') {
+      reply.header('retry-after', String(outcome.retryAfterSeconds));
+      return sendScimError(reply, new ScimError(503, 'The server is busy checking other passwords; try again in a moment.'));
     }
     if (outcome.kind !== 'authenticated') {
       reply.header('www-authenticate', 'Bearer realm="signroom"');

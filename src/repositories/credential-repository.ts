@@ -18,9 +18,9 @@ export interface LoginState {
 
 /**
  * What authenticating a username needs, in one round trip: its credential (if
- * any) and its failed logins (if any; kept for unknown usernames too).
+ * any) and its failed logins from this client address (if any; kept for unknown usernames too).
  */
-export async function findLoginState(db: Kysely<Database>, username: string): Promise<LoginState> {
+export async function findLoginState(db: Kysely<Database>, username: string, client: string): Promise<LoginState> {
   const { rows } = await sql<{
     username: string | null;
     password_hash: string | null;
@@ -30,7 +30,7 @@ export async function findLoginState(db: Kysely<Database>, username: string): Pr
   }>`select c.username, c.password_hash, c.organizations, f.failures, f.window_start
      from (select 1 as one) as probe
      left join credentials as c on c.username = ${username}
-     left join login_failures as f on f.username = ${username}`.execute(db);
+     left join login_failures as f on f.username = ${username} and f.client = ${client}`.execute(db);
   const row = rows[0];
   const credential =
     row?.username != null && row.password_hash !== null && row.organizations !== null

@@ -15,6 +15,7 @@ import * as directoryStates from './2026-11-24T0000-directory-states.ts';
 import * as directoryWrites from './2026-11-25T0000-directory-writes.ts';
 import * as apiTokens from './2026-11-25T0100-api-tokens.ts';
 import * as scimLookups from './2026-11-25T0200-scim-lookups.ts';
+import * as loginFailuresPerClient from './2026-11-25T0300-login-failures-per-client.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -37,6 +38,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-25T0000-directory-writes': directoryWrites,
   '2026-11-25T0100-api-tokens': apiTokens,
   '2026-11-25T0200-scim-lookups': scimLookups,
+  '2026-11-25T0300-login-failures-per-client': loginFailuresPerClient,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -313,11 +313,35 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
   }
 }
 
+/**
+ * One command's part of USAGE: its lines (and their continuation lines) under "Commands:", or
+ * undefined for a command that does not exist.
+ */
+function commandUsage(command: string): string | undefined {
+  const lines = USAGE.split('\n');
+  const picked: string[] = [];
+  let inCommand = false;
+  for (const line of lines.slice(lines.indexOf('Commands:') + 1)) {
+    if (line === '') break;
+    if (/^ {2}\S/.test(line)) inCommand = line.startsWith(`  ${command} `) || line === `  ${command}`;
+    if (inCommand) picked.push(line);
+  }
+  if (picked.length === 0) return undefined;
+  return `Usage: signroom ${command} …\n\n${picked.join('\n')}\n\nConfiguration comes from environment variables (see README).`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     console.log(USAGE);
     return command === undefined ? 2 : 0;
+  }
+  // Asked of any command, help prints that command's usage and does nothing else (serve does not start).
+  if (args.includes('--help') || args.includes('-h')) {
+    const usage = commandUsage(command);
+    if (usage === undefined) throw new UsageError(`unknown command "${command}"`);
+    console.log(usage);
+    return 0;
   }
   const config = loadConfig();
   switch (command) {

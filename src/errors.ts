@@ -23,6 +23,7 @@ export const PROBLEMS = {
   'room-has-documents': { status: 409, title: 'Signing room holds documents' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'payload-too-large': { status: 413, title: 'Request too large' },
+  'uri-too-long': { status: 414, title: 'URL too long' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'document-unreadable': { status: 422, title: 'Document cannot be opened' },
   'document-encrypted': { status: 422, title: 'Document needs a password' },

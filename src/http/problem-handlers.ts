@@ -130,16 +130,30 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
 }
 
 /**
- * Errors Node's HTTP parser meets before there is a request (headers too large,
- * a request that never completes, bytes that are not HTTP): a problem details
- * answer written on the socket, which is then closed.
+ * Errors Node's HTTP parser meets before there is a request (a URL or headers too
+ * large, a request that never completes, bytes that are not HTTP): a problem
+ * details answer written on the socket, which is then closed.
  */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+export function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // Node hands the bytes it could not parse as a Buffer (Fastify's types say otherwise).
+  const overlongUrl = error.code === 'HPE_HEADER_OVERFLOW' && Buffer.isBuffer(error.rawPacket) ? overlongRequestLine(error.rawPacket) : undefined;
   const code: ProblemCode =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request-timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? 'headers-too-large' : 'malformed-request';
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? 'request-timeout'
+      : overlongUrl !== undefined
+        ? 'uri-too-long'
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? 'headers-too-large'
+          : 'malformed-request';
   const { status, title } = PROBLEMS[code];
-  const body = JSON.stringify(problemBody(code, code === 'malformed-request' ? 'The request is not valid HTTP.' : title, '/'));
+  const detail =
+    code === 'malformed-request'
+      ? 'The request is not valid HTTP.'
+      : overlongUrl !== undefined
+        ? `The URL ${overlongUrl} is longer than the server accepts (16 KiB, with the headers); send long values in a request body.`
+        : title;
+  const body = JSON.stringify(problemBody(code, detail, '/'));
   if (socket.writable) {
     socket.end(
       `HTTP/1.1 ${status} ${title}\r\nConnection: close\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
@@ -148,4 +162,21 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   } else {
     socket.destroy(error);
   }
+}
+
+/** Longer than this, a request line that overflowed the header limit is the URL's fault, not the headers'. */
+const LONG_REQUEST_LINE = 8 * 1024;
+
+/**
+ * When the bytes Node could not fit in its header limit start with a request line that does not
+ * end (or ends past LONG_REQUEST_LINE), the URL is too long: its start and length, to name it; else undefined.
+ */
+function overlongRequestLine(packet: Buffer): string | undefined {
+  const end = packet.indexOf('\r\n');
+  if (end !== -1 && end < LONG_REQUEST_LINE) return undefined;
+  const line = packet.subarray(0, end === -1 ? packet.length : end).toString('latin1');
+  const match = /^[A-Z]+ (\S+)/.exec(line);
+  if (match === null) return undefined;
+  const url = match[1]!;
+  return `${url.slice(0, 80).replace(/[^\x21-\x7e]/g, '?')}… (${end === -1 ? 'at least ' : ''}${url.length} characters)`;
 }

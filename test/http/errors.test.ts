@@ -62,6 +62,29 @@ describe('errors, request ids and operability', () => {
     assert.match(raw, /"code":"headers-too-large"/);
   });
 
+  it('answers a URL too long for the server with 414 naming it, not 431 about headers', async () => {
+    if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { connect } = await import('node:net');
+    const url = new URL(`http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`);
+    const target = `${LOOKUP('acme', 'board')}?searchQuery=${'a'.repeat(20_000)}`;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n\r\n`);
+      });
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    assert.match(raw, /^HTTP\/1\.1 414 /);
+    assert.match(raw, /content-type: application\/problem\+json/i);
+    const problem = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { code: string; detail: string; status: number };
+    assert.equal(problem.code, 'uri-too-long');
+    assert.equal(problem.status, 414);
+    assert.ok(problem.detail.includes(target.slice(0, 80)), problem.detail);
+    assert.match(problem.detail, /characters\)/);
+  });
+
   it('echoes a well-formed request id and replaces a hostile one', async () => {
     const given = await t.app.inject({ url: '/livez', headers: { 'x-request-id': 'abc-123' } });
     assert.equal(given.headers['x-request-id'], 'abc-123');

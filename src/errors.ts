@@ -21,6 +21,7 @@ export const PROBLEMS = {
   'email-taken': { status: 409, title: 'Email belongs to another user' },
   'user-name-taken': { status: 409, title: 'userName belongs to another user' },
   'room-has-documents': { status: 409, title: 'Signing room holds documents' },
+  'idempotency-key-document-deleted': { status: 409, title: 'The document of this idempotency key was deleted' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'payload-too-large': { status: 413, title: 'Request too large' },
   'uri-too-long': { status: 414, title: 'URL too long' },

@@ -79,7 +79,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
             description: 'Stored (or the replay of the first upload with this Idempotency-Key); the Location header names the document',
             headers: { Location: LocationHeader },
           },
-          ...adminProblemResponses(400, 404, 413, 415, 422),
+          ...adminProblemResponses(400, 404, 409, 413, 415, 422),
         },
       },
     },

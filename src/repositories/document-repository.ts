@@ -94,19 +94,27 @@ export interface IdempotencyRecord {
   thumbnail: Uint8Array;
 }
 
+/** A key's record as found, with whether the document it created is still stored. */
+export interface FoundIdempotencyKey extends IdempotencyRecord {
+  documentExists: boolean;
+}
+
 export async function findIdempotencyKey(
   db: Db,
   scope: { orgId: string; roomId: string; username: string; key: string },
-): Promise<IdempotencyRecord | undefined> {
+): Promise<FoundIdempotencyKey | undefined> {
   const row = await db
-    .selectFrom('idempotency_keys')
-    .select(['request_sha256', 'document_id', 'thumbnail'])
-    .where('org_id', '=', scope.orgId)
-    .where('room_id', '=', scope.roomId)
-    .where('username', '=', scope.username)
-    .where('key', '=', scope.key)
+    .selectFrom('idempotency_keys as k')
+    .leftJoin('documents as d', 'd.id', 'k.document_id')
+    .select(['k.request_sha256', 'k.document_id', 'k.thumbnail', 'd.id as stored_id'])
+    .where('k.org_id', '=', scope.orgId)
+    .where('k.room_id', '=', scope.roomId)
+    .where('k.username', '=', scope.username)
+    .where('k.key', '=', scope.key)
     .executeTakeFirst();
-  return row === undefined ? undefined : { requestSha256: row.request_sha256, documentId: row.document_id, thumbnail: row.thumbnail };
+  return row === undefined
+    ? undefined
+    : { requestSha256: row.request_sha256, documentId: row.document_id, thumbnail: row.thumbnail, documentExists: row.stored_id !== null };
 }
 
 /**

@@ -23,7 +23,7 @@ import {
   listDocuments,
   referencedBlobs,
   type DocumentRow,
-  type IdempotencyRecord,
+  type FoundIdempotencyKey,
 } from '../repositories/document-repository.ts';
 import { KeyedMutex } from '../lib/keyed-mutex.ts';
 import type { Static } from 'typebox';
@@ -278,10 +278,19 @@ class KeyRecordedMeanwhile extends Error {
   }
 }
 
-/** The answer to a request whose key was used before: the same 201, or 422 for another body. */
-function replay(earlier: IdempotencyRecord, requestSha256: string): UploadResult {
+/**
+ * The answer to a request whose key was used before: the same 201; 422 for another body; 409 when
+ * the document the key created has been deleted since (a 201 would name a document that is gone).
+ */
+function replay(earlier: FoundIdempotencyKey, requestSha256: string): UploadResult {
   if (earlier.requestSha256 !== requestSha256) {
     throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used for a different request body.');
+  }
+  if (!earlier.documentExists) {
+    throw new ProblemError(
+      'idempotency-key-document-deleted',
+      `The document this Idempotency-Key created (${earlier.documentId}) has been deleted since; upload it again with a new key.`,
+    );
   }
   return { id: earlier.documentId, thumbnailPng: earlier.thumbnail };
 }

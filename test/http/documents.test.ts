@@ -231,7 +231,7 @@ describe('document upload and retrieval', () => {
     }
   });
 
-  it('replays an upload with the same Idempotency-Key and refuses the key for another body', async () => {
+  it('replays an upload with the same Idempotency-Key, refuses the key for another body, and says when its document was deleted', async () => {
     const pdf = topHalfBlackPdf();
     const first = await uploadBytes(pdf, { name: 'a.pdf' }, { 'idempotency-key': 'key-1' });
     const again = await uploadBytes(pdf, { name: 'a.pdf' }, { 'idempotency-key': 'key-1' });
@@ -247,13 +247,17 @@ describe('document upload and retrieval', () => {
     const withoutName = await uploadBytes(pdf, { name: '' }, { 'idempotency-key': 'key-1' });
     assert.equal(withoutName.statusCode, 422, 'an empty name is another body than "a.pdf"');
 
-    // Deleting the document does not free the key: a late retry still gets the first answer.
+    // Once the document is deleted, a late retry is told so (a 201 would name a document that is gone), and nothing is stored.
     const id = first.json().id;
     assert.equal((await t.app.inject({ method: 'DELETE', url: `${DOCS()}/${id}`, headers: { authorization: auth } })).statusCode, 204);
+    const listedBefore = (await t.app.inject({ url: DOCS(), headers: { authorization: auth } })).json().totalElements;
     const late = await uploadBytes(pdf, { name: 'a.pdf' }, { 'idempotency-key': 'key-1' });
-    assert.equal(late.statusCode, 201);
-    assert.deepEqual(late.json(), first.json());
+    assert.equal(late.statusCode, 409);
+    assert.equal(late.headers['content-type'], 'application/problem+json; charset=utf-8');
+    assert.equal(late.json().code, 'idempotency-key-document-deleted');
+    assert.match(late.json().detail, new RegExp(`\\(${id}\\) has been deleted`));
     assert.equal((await t.app.inject({ url: `${DOCS()}/${id}`, headers: { authorization: auth } })).statusCode, 404, 'nothing new was created');
+    assert.equal((await t.app.inject({ url: DOCS(), headers: { authorization: auth } })).json().totalElements, listedBefore);
   });
 
   it('lists, reads, serves and deletes documents, scoped like the lookup', async () => {

@@ -103,7 +103,7 @@ describe('OpenAPI document and docs', () => {
     assert.deepEqual(Object.keys(upload.requestBody.content), ['application/json']);
     assert.deepEqual(upload.requestBody.content['application/json'].schema.required, ['payload']);
     assert.ok(upload.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'idempotency-key'));
-    assert.deepEqual(Object.keys(upload.responses).sort(), ['201', '400', '401', '403', '404', '413', '415', '422', '429', '500', '503']);
+    assert.deepEqual(Object.keys(upload.responses).sort(), ['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
     assert.deepEqual(Object.keys(upload.responses['201'].content['application/json'].schema.properties).sort(), ['id', 'thumbnail']);
     assert.ok(doc.paths[base].get);
     assert.ok(doc.paths[`${base}/{documentId}`].get);

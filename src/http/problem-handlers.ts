@@ -2,6 +2,7 @@ import { isDatabaseUnreachable } from '../db/database-errors.ts';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEMS, ProblemError, problemBody, type ParameterError, type ProblemCode } from '../errors.ts';
+import { parameterErrors } from './validation-messages.ts';
 
 /** Sends a problem details response. */
 export function sendProblem(
@@ -48,14 +49,10 @@ export function installProblemHandlers(app: FastifyInstance): void {
       return sendProblem(reply, mapped, error.message, { errors: [{ parameter, message: error.message }] });
     }
     if (error.validation !== undefined) {
-      const errors = error.validation.map((issue) => {
-        // A missing or unknown member is named by itself, under the path of the object that lacks or has it.
-        const member = issue.params?.['missingProperty'] ?? issue.params?.['additionalProperty'];
-        const at = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
-        const parameter = member !== undefined ? [at, String(member)].filter((part) => part !== '').join('.') : at || String(error.validationContext ?? 'body');
-        return { parameter, message: issue.message ?? 'is invalid' };
+      const errors = parameterErrors(error.validation, String(error.validationContext ?? 'body'));
+      return sendProblem(reply, 'invalid-parameter', `The request is not valid: ${errors.map((entry) => `${entry.parameter} ${entry.message}`).join('; ')}.`, {
+        errors,
       });
-      return sendProblem(reply, 'invalid-parameter', error.message, { errors });
     }
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       return sendProblem(reply, 'malformed-request', error.message);

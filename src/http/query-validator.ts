@@ -1,5 +1,6 @@
 import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
 import { ProblemError, type ParameterError } from '../errors.ts';
+import { patternSentence } from './validation-messages.ts';
 
 /**
  * Validates query strings and path parameters against the route's own TypeBox
@@ -52,7 +53,7 @@ function parseValue(text: string, schema: PropertySchema): Parsed {
         return { ok: false, message: `must be at most ${schema.maxLength} characters` };
       }
       if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(text)) {
-        return { ok: false, message: `must match ${schema.pattern}` };
+        return { ok: false, message: patternSentence(schema.pattern) };
       }
       if (schema.enum === undefined) return { ok: true, value: text };
       const match = schema.enum.find((allowed) => allowed.toLowerCase() === text.toLowerCase());

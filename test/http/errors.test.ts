@@ -85,6 +85,30 @@ describe('errors, request ids and operability', () => {
     assert.match(problem.detail, /characters\)/);
   });
 
+  it('names each bad field with a sentence, not in the validator wording', async () => {
+    const user = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v3/organizations/acme/users',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      payload: { id: 'bad id!', email: 'no-at-sign', firstname: 'a'.repeat(300), external: 'yes', extra: 1 },
+    });
+    assert.equal(user.statusCode, 400);
+    assert.deepEqual(user.json().errors, [
+      { parameter: 'extra', message: 'is not a field this request takes' },
+      { parameter: 'id', message: 'must be 1 to 64 letters, digits, ".", "_" or "-"' },
+      { parameter: 'firstname', message: 'must be at most 255 characters long' },
+      { parameter: 'email', message: 'must be an email address (name@domain, without spaces)' },
+      { parameter: 'external', message: 'must be true or false' },
+    ]);
+    const upload = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v3/organizations/acme/rooms/board/documents',
+      headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': 'has spaces' },
+      payload: { payload: 'JVBERi0=' },
+    });
+    assert.deepEqual(upload.json().errors, [{ parameter: 'idempotency-key', message: 'must be printable ASCII characters, without spaces' }]);
+  });
+
   it('echoes a well-formed request id and replaces a hostile one', async () => {
     const given = await t.app.inject({ url: '/livez', headers: { 'x-request-id': 'abc-123' } });
     assert.equal(given.headers['x-request-id'], 'abc-123');

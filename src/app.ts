@@ -14,6 +14,7 @@ import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from 
 import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
 import { compileTextParameters } from './http/query-validator.ts';
 import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
+import { installMetrics } from './http/metrics.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { documentRoutes } from './http/document-routes.ts';
@@ -108,6 +109,11 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const directory = new DirectoryService(database.db, config.maxPageSize);
   app.decorate('authenticator', authenticator);
+  installMetrics(
+    app,
+    { token: config.metricsToken, slowRequestMs: config.slowRequestMs },
+    { authenticator, renderer, searchIndexes: () => searchIndexes.status() },
+  );
 
   await app.register(healthRoutes, {
     searchIndexes: () => searchIndexes.status(),

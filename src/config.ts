@@ -33,6 +33,10 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   readonly render: RenderBudget;
   readonly timeouts: RequestTimeouts;
+  /** SIGNROOM_METRICS_TOKEN: the Bearer token GET /metrics asks for; unset, /metrics is not served. */
+  readonly metricsToken: string | undefined;
+  /** Requests taking longer than this are logged as slow. */
+  readonly slowRequestMs: number;
   /** SIGNROOM_PASSWORD: the password `bin/signroom credential set` stores, instead of one read from standard input. */
   readonly credentialPassword: string | undefined;
 }
@@ -142,6 +146,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     trustedProxies: trustedProxies(env),
     render: renderBudget(env),
     timeouts: requestTimeouts(env),
+    metricsToken: metricsToken(env),
+    slowRequestMs: integer(env, 'SIGNROOM_SLOW_REQUEST_MS', 1000, 1, 3_600_000),
   };
   return Object.freeze(config);
 }
@@ -157,6 +163,14 @@ function renderBudget(env: Env): RenderBudget {
     deadlineMs: integer(env, 'SIGNROOM_RENDER_DEADLINE_MS', timeoutMs + 1_000, 100, 2_400_000),
     memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
   });
+}
+
+function metricsToken(env: Env): string | undefined {
+  const value = raw(env, 'SIGNROOM_METRICS_TOKEN');
+  if (value !== undefined && !/^[\x21-\x7e]{16,256}$/.test(value)) {
+    throw new ConfigError('SIGNROOM_METRICS_TOKEN', 'must be 16 to 256 printable ASCII characters without spaces (e.g. openssl rand -hex 32)');
+  }
+  return value;
 }
 
 function hashLimits(env: Env): { hashConcurrency: number; hashQueue: number } {

@@ -14,6 +14,12 @@ export type RenderOutcome =
   | { kind: 'encrypted'; detail: string }
   | { kind: 'unreadable'; detail: string };
 
+/** Why a render's process was killed before it answered. */
+export type KillReason = 'deadline' | 'time' | 'memory' | 'crashed';
+
+/** What the pool tells its owner as it happens (logged by the server). */
+export type RenderEvent = { event: 'render.killed'; reason: KillReason; detail: string; pageOpened: boolean };
+
 const WORKER = fileURLToPath(new URL('./render-worker.ts', import.meta.url));
 const MEMORY_POLL_MS = 20;
 /** Linux's clock ticks per second in /proc/<pid>/stat (USER_HZ: 100 on every current architecture). */
@@ -94,9 +100,15 @@ export class RenderPool {
   readonly #queue: Pending[] = [];
   #nextId = 1;
   #closed = false;
+  readonly #onEvent: (event: RenderEvent) => void;
+  /** Renders ended, by outcome, since the start (for /metrics). */
+  readonly outcomes: Record<RenderOutcome['kind'], number> = { thumbnail: 0, placeholder: 0, encrypted: 0, unreadable: 0 };
+  /** Render processes killed before they answered, by reason, since the start (for /metrics). */
+  readonly killed: Record<KillReason, number> = { deadline: 0, time: 0, memory: 0, crashed: 0 };
 
-  constructor(budget: RenderBudget) {
+  constructor(budget: RenderBudget, options: { onEvent?: (event: RenderEvent) => void } = {}) {
     this.#budget = budget;
+    this.#onEvent = options.onEvent ?? (() => undefined);
     for (let i = 0; i < budget.workers; i++) this.#spawn();
   }
 
@@ -141,7 +153,7 @@ export class RenderPool {
         ...pending,
         pageCount: undefined,
         cpuAtStart: undefined,
-        timer: setTimeout(() => this.#abort(worker, `rendering took longer than ${this.#budget.deadlineMs} ms`), this.#budget.deadlineMs),
+        timer: setTimeout(() => this.#abort(worker, `rendering took longer than ${this.#budget.deadlineMs} ms`, 'deadline'), this.#budget.deadlineMs),
         poll: setInterval(() => void this.#checkBudget(worker), MEMORY_POLL_MS),
         slowTimer: setTimeout(() => this.#onSlow(worker), SLOW_RENDER_MS),
         slow: false,
@@ -153,7 +165,7 @@ export class RenderPool {
       try {
         worker.child.send(pending.job);
       } catch {
-        this.#abort(worker, 'the renderer stopped unexpectedly');
+        this.#abort(worker, 'the renderer stopped unexpectedly', 'crashed');
       }
     }
     this.#resize();
@@ -212,6 +224,7 @@ export class RenderPool {
     clearInterval(running.poll);
     clearTimeout(running.slowTimer);
     worker.running = undefined;
+    this.outcomes[outcome.kind] += 1;
     running.resolve(outcome);
     if (!worker.retired) {
       worker.checking = true;
@@ -239,10 +252,12 @@ export class RenderPool {
   }
 
   /** Ends the worker's render on a budget overrun; the exit handler replaces the worker. */
-  #abort(worker: Worker, detail: string): void {
+  #abort(worker: Worker, detail: string, reason: KillReason): void {
     const running = worker.running;
     if (running === undefined) return;
     worker.retired = true;
+    this.killed[reason] += 1;
+    this.#onEvent({ event: 'render.killed', reason, detail, pageOpened: running.pageCount !== undefined });
     this.#finish(
       worker,
       running.pageCount === undefined
@@ -260,9 +275,9 @@ export class RenderPool {
     // The job may have ended, and another begun, while /proc was read.
     if (worker.running !== running) return;
     if (residentBytes !== undefined && residentBytes > this.#budget.memoryBytes) {
-      this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`);
+      this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`, 'memory');
     } else if (cpuMs !== undefined && running.cpuAtStart !== undefined && cpuMs - running.cpuAtStart > this.#budget.timeoutMs) {
-      this.#abort(worker, `rendering took more than ${this.#budget.timeoutMs} ms of CPU time`);
+      this.#abort(worker, `rendering took more than ${this.#budget.timeoutMs} ms of CPU time`, 'time');
     }
   }
 
@@ -277,7 +292,7 @@ export class RenderPool {
 
   #onExit(worker: Worker): void {
     this.#workers.delete(worker);
-    if (worker.running !== undefined) this.#abort(worker, 'the renderer stopped unexpectedly');
+    if (worker.running !== undefined) this.#abort(worker, 'the renderer stopped unexpectedly', 'crashed');
     if (!this.#closed) this.#dispatch();
   }
 }

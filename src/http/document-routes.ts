@@ -94,6 +94,9 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
         name: request.body.name,
         idempotencyKey: request.headers['idempotency-key'],
       });
+      if (result.placeholderReason !== undefined) {
+        request.log.warn({ event: 'thumbnail.placeholder', documentId: result.id, reason: result.placeholderReason }, 'stored with the placeholder thumbnail');
+      }
       const location = `${options.apiPrefix}/organizations/${encodeURIComponent(organizationId)}/rooms/${encodeURIComponent(signingRoomId)}/documents/${result.id}`;
       return reply
         .code(201)

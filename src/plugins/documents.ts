@@ -15,7 +15,9 @@ declare module 'fastify' {
 /** The render pool, and the document service on top of it and the blob store; closes the render pool before the database. */
 export const documentsPlugin = fp<{ config: Config; renderWorkers?: number }>(
   async (app: FastifyInstance, { config, renderWorkers }) => {
-    const renderer = new RenderPool(renderWorkers === undefined ? config.render : { ...config.render, workers: renderWorkers });
+    const renderer = new RenderPool(renderWorkers === undefined ? config.render : { ...config.render, workers: renderWorkers }, {
+      onEvent: (event) => app.log.warn(event, 'render process killed'),
+    });
     app.decorate('renderer', renderer);
     app.addHook('onClose', async () => renderer.close());
     const documents = new DocumentService(app.database.db, app.blobs, renderer, { maxBytes: config.maxDocumentBytes, thumbnailWidth: config.thumbnailWidth });

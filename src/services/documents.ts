@@ -47,6 +47,8 @@ export interface UploadRequest {
 export interface UploadResult {
   id: string;
   thumbnailPng: Uint8Array;
+  /** Why page 1 could not be drawn, when the thumbnail is the placeholder (absent on a replay). */
+  placeholderReason?: string;
 }
 
 /**
@@ -168,7 +170,7 @@ export class DocumentService {
           }
         });
       });
-      return { id: row.id, thumbnailPng: thumbnail };
+      return { id: row.id, thumbnailPng: thumbnail, ...(outcome.kind === 'placeholder' ? { placeholderReason: outcome.detail } : {}) };
     } finally {
       // Once committed the staged file is gone (moved or copied); otherwise it goes now.
       await this.#blobs.discard(staged);

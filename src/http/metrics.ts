@@ -1,0 +1,124 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Authenticator } from '../auth/authenticator.ts';
+import type { RenderPool } from '../documents/render-pool.ts';
+import { sendProblem } from './problem-handlers.ts';
+
+/** What /metrics reads from the rest of the service when it is scraped. */
+export interface MetricSources {
+  authenticator: Authenticator;
+  renderer: RenderPool;
+  searchIndexes: () => { organizations: number; loading: number };
+}
+
+export interface MetricsOptions {
+  /** The Bearer token /metrics asks for; without one, /metrics is not served. */
+  token: string | undefined;
+  /** Requests that take longer are logged as slow. */
+  slowRequestMs: number;
+}
+
+/**
+ * Counts every request by route and status (and logs the slow ones), and, when a token is
+ * configured, serves the counts and the service's state in Prometheus' text format at
+ * `GET /metrics`. Each app has a registry of its own.
+ */
+export function installMetrics(app: FastifyInstance, options: MetricsOptions, sources: MetricSources): void {
+  const registry = new Registry();
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({
+    name: 'signroom_http_requests_total',
+    help: 'HTTP requests answered, by route and status',
+    labelNames,
+    registers: [registry],
+  });
+  const durations = new Histogram({
+    name: 'signroom_http_request_duration_seconds',
+    help: 'Time from the request to the answer, by route and status',
+    labelNames,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+
+  app.addHook('onResponse', (request, reply, done) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    const ms = reply.elapsedTime;
+    requests.inc(labels);
+    durations.observe(labels, ms / 1000);
+    if (ms >= options.slowRequestMs) request.log.warn({ event: 'request.slow', ms: Math.round(ms), ...labels }, 'slow request');
+    done();
+  });
+
+  if (options.token === undefined) return;
+  const expected = Buffer.from(`Bearer ${options.token}`);
+  registerServiceMetrics(registry, sources);
+  collectDefaultMetrics({ register: registry, prefix: 'signroom_' });
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    const given = Buffer.from(request.headers.authorization ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return sendProblem(reply, 'unauthorized', 'GET /metrics needs the token set in SIGNROOM_METRICS_TOKEN (Authorization: Bearer).', {
+        headers: { 'www-authenticate': 'Bearer realm="signroom-metrics"' },
+      });
+    }
+    return reply
+      .header('content-type', registry.contentType)
+      .header('cache-control', 'no-store')
+      .send(await registry.metrics());
+  });
+}
+
+/** The service's own state, read when /metrics is scraped. */
+function registerServiceMetrics(registry: Registry, { authenticator, renderer, searchIndexes }: MetricSources): void {
+  new Counter({
+    name: 'signroom_renders_total',
+    help: 'Thumbnail renders ended, by outcome (placeholder: stored without a drawing of page 1)',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, count] of Object.entries(renderer.outcomes)) this.inc({ outcome }, count);
+    },
+  });
+  new Counter({
+    name: 'signroom_render_processes_killed_total',
+    help: 'Render processes killed before they answered, by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(renderer.killed)) this.inc({ reason }, count);
+    },
+  });
+  new Counter({
+    name: 'signroom_login_hashes_total',
+    help: 'Password hashes computed (unknown usernames compute none)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(authenticator.hashesComputed);
+    },
+  });
+  new Gauge({
+    name: 'signroom_login_hash_queue',
+    help: 'Password hashes running and waiting now',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const { running, queued } = authenticator.hashQueue;
+      this.set({ state: 'running' }, running);
+      this.set({ state: 'queued' }, queued);
+    },
+  });
+  new Gauge({
+    name: 'signroom_search_indexes',
+    help: 'In-memory search indexes: organizations loaded, and loads queued or running',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const { organizations, loading } = searchIndexes();
+      this.set({ state: 'loaded' }, organizations);
+      this.set({ state: 'loading' }, loading);
+    },
+  });
+}

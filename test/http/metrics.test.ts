@@ -1,0 +1,132 @@
+/**
+ * What the operator sees (issue 24): /metrics in Prometheus' text format behind its token, and one
+ * structured log event for each placeholder thumbnail, killed render process and slow request.
+ */
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+// @ts-expect-error: the parser ships no types; it takes text and returns metric families.
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { hostilePdfs, makePdf } from '../helpers/pdf.ts';
+import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const TOKEN = 'metrics-token-0123456789abcdef';
+const UPLOAD = '/admin/api/v3/organizations/acme/rooms/board/documents';
+const AUTH = basic('acme-admin', ACME_PASSWORD);
+
+interface Family {
+  name: string;
+  type: string;
+  metrics: { value?: string; labels?: Record<string, string>; buckets?: Record<string, string> }[];
+}
+
+const parse = parsePrometheusTextFormat as (text: string) => Family[];
+
+function family(families: Family[], name: string): Family {
+  const found = families.find((entry) => entry.name === name);
+  assert.ok(found !== undefined, `${name} is exported`);
+  return found;
+}
+
+function valueOf(found: Family, labels: Record<string, string>): number {
+  const metric = found.metrics.find((entry) => Object.entries(labels).every(([key, value]) => entry.labels?.[key] === value));
+  return metric === undefined ? 0 : Number(metric.value);
+}
+
+describe('metrics and operator logs', () => {
+  let t: TestApp;
+  const lines: string[] = [];
+  const events = (name: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry['event'] === name);
+  before(async () => {
+    const log = new PassThrough();
+    log.on('data', (chunk: Buffer) =>
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line !== ''),
+      ),
+    );
+    t = await startTestApp({ SIGNROOM_METRICS_TOKEN: TOKEN, SIGNROOM_SLOW_REQUEST_MS: '1500', SIGNROOM_LOG_LEVEL: 'warn' }, undefined, log);
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('refuses /metrics without its token, and serves Prometheus text with it', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token-0123456789abcd', AUTH]) {
+      const refused = await t.app.inject({ url: '/metrics', headers: authorization === undefined ? {} : { authorization } });
+      assert.equal(refused.statusCode, 401);
+      assert.equal(refused.json().code, 'unauthorized');
+    }
+    for (let i = 0; i < 3; i++)
+      assert.equal((await t.app.inject({ url: `${LOOKUP('acme', 'board')}?searchQuery=ann`, headers: { authorization: AUTH } })).statusCode, 200);
+    assert.equal((await t.app.inject({ url: LOOKUP('acme', 'board') })).statusCode, 401);
+    const scraped = await t.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(scraped.statusCode, 200);
+    assert.match(String(scraped.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    const families = parse(scraped.body);
+    const route = '/admin/api/v3/organizations/:organizationId/rooms/:signingRoomId/signatories/lookup';
+    const requests = family(families, 'signroom_http_requests_total');
+    assert.equal(requests.type, 'COUNTER');
+    assert.equal(valueOf(requests, { method: 'GET', route, status: '200' }), 3);
+    assert.equal(valueOf(requests, { method: 'GET', route, status: '401' }), 1);
+    const durations = family(families, 'signroom_http_request_duration_seconds');
+    assert.equal(durations.type, 'HISTOGRAM');
+    // The parser keeps a histogram's buckets (not its labels): every series has its +Inf bucket.
+    assert.ok(durations.metrics.length > 0 && durations.metrics.every((metric) => metric.buckets?.['+Inf'] !== undefined));
+    assert.equal(family(families, 'signroom_login_hash_queue').type, 'GAUGE');
+    assert.equal(valueOf(family(families, 'signroom_login_hashes_total'), {}), 1, 'one hash: the credential is cached after the first request');
+    assert.equal(family(families, 'signroom_search_indexes').type, 'GAUGE');
+    assert.ok(families.some((entry) => entry.name === 'signroom_process_resident_memory_bytes'));
+  });
+
+  it('logs a placeholder thumbnail, the render process killed and the slow request once each, and counts them', async () => {
+    const bomb = (await hostilePdfs())['decompressionBomb']!;
+    const upload = (bytes: Buffer, name: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: UPLOAD,
+        headers: { authorization: AUTH, 'content-type': 'application/json' },
+        payload: { payload: bytes.toString('base64'), name },
+      });
+    const stored = await upload(bomb, 'bomb.pdf');
+    assert.equal(stored.statusCode, 201, stored.body);
+    assert.equal((await upload(makePdf([{ width: 200, height: 200, content: '0 0 0 rg 0 0 100 100 re f' }]), 'fine.pdf')).statusCode, 201);
+
+    const placeholders = events('thumbnail.placeholder');
+    assert.equal(placeholders.length, 1);
+    assert.equal(placeholders[0]?.['documentId'], stored.json().id);
+    assert.match(String(placeholders[0]?.['reason']), /rendering (took|needed)/);
+    const killed = events('render.killed');
+    assert.equal(killed.length, 1);
+    assert.ok(['deadline', 'time', 'memory'].includes(String(killed[0]?.['reason'])), String(killed[0]?.['reason']));
+    const slow = events('request.slow');
+    assert.equal(slow.length, 1, JSON.stringify(slow));
+    assert.equal(slow[0]?.['route'], '/admin/api/v3/organizations/:organizationId/rooms/:signingRoomId/documents');
+    assert.ok(Number(slow[0]?.['ms']) >= 1500);
+
+    const families = parse((await t.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } })).body);
+    const renders = family(families, 'signroom_renders_total');
+    assert.equal(valueOf(renders, { outcome: 'placeholder' }), 1);
+    assert.equal(valueOf(renders, { outcome: 'thumbnail' }), 1);
+    const kills = family(families, 'signroom_render_processes_killed_total');
+    assert.equal(
+      kills.metrics.reduce((sum, metric) => sum + Number(metric.value), 0),
+      1,
+    );
+  });
+});
+
+describe('metrics without a token', () => {
+  it('does not serve /metrics', async () => {
+    const t = await startTestApp();
+    try {
+      const response = await t.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(response.statusCode, 404);
+      assert.equal(response.json().code, 'route-not-found');
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -139,6 +139,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
         documents,
         maxPageSize: config.maxPageSize,
         maxDocumentBytes: config.maxDocumentBytes,
+        uploadMemoryBytes: config.uploadMemoryBytes,
         apiPrefix: API_PREFIX,
       });
       await admin.register(directoryRoutes, { directory, apiPrefix: API_PREFIX });

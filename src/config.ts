@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import path from 'node:path';
 import { uploadBodyLimit } from './domain/upload-body.ts';
 
@@ -24,6 +24,8 @@ export interface Config {
   /** Where the copies of the search indexes are kept (src/search-index/snapshots.ts): processes and imports may share it. */
   readonly searchCopiesDir: string;
   readonly maxDocumentBytes: number;
+  /** Bytes of upload bodies one process holds at once; an upload that would pass it is answered 503 before its body is read. */
+  readonly uploadMemoryBytes: number;
   readonly thumbnailWidth: number;
   /** Where clients reach the API (behind a proxy, say): the OpenAPI document's `servers` entry; `/` by default. */
   readonly publicBaseUrl: string;
@@ -68,6 +70,10 @@ export interface RenderBudget {
   /** Wall-clock time after which a render is stopped, whatever it does (a hang, or a render starved of CPU). */
   readonly deadlineMs: number;
   readonly memoryBytes: number;
+  /** Resident memory of all renders running at once: beyond it, the largest is stopped (its document gets the placeholder). */
+  readonly totalMemoryBytes: number;
+  /** Renders one uploader may have running at once, so that one uploader's slow documents leave processes for others. */
+  readonly perOwner: number;
 }
 
 /** How long each phase of a request may take, so that a slow or stalled client cannot hold a connection and its memory. */
@@ -133,6 +139,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       minUsers: integer(env, 'SIGNROOM_SEARCH_MIN_USERS', 20_000, 0, 2_147_483_647),
     }),
     maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
+    uploadMemoryBytes: uploadMemoryBytes(env),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),
     publicBaseUrl: publicBaseUrl(env),
     logLevel: oneOf(env, 'SIGNROOM_LOG_LEVEL', 'info', LOG_LEVELS),
@@ -155,14 +162,37 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 function renderBudget(env: Env): RenderBudget {
   const workers = integer(env, 'SIGNROOM_RENDER_WORKERS', 2, 1, 64);
   const timeoutMs = integer(env, 'SIGNROOM_RENDER_TIMEOUT_MS', 3_000, 100, 600_000);
+  const maxWorkers = integer(env, 'SIGNROOM_RENDER_MAX_WORKERS', 2 * workers, workers, 256);
+  const memoryBytes = integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024;
   return Object.freeze({
     workers,
-    maxWorkers: integer(env, 'SIGNROOM_RENDER_MAX_WORKERS', 2 * workers, workers, 256),
+    maxWorkers,
     timeoutMs,
     // Every upload is answered within 5 s by default: a render is stopped 4 s after it starts, whatever it does.
     deadlineMs: integer(env, 'SIGNROOM_RENDER_DEADLINE_MS', timeoutMs + 1_000, 100, 2_400_000),
-    memoryBytes: integer(env, 'SIGNROOM_RENDER_MEMORY_MB', 768, 64, 65_536) * 1024 * 1024,
+    memoryBytes,
+    totalMemoryBytes:
+      integer(
+        env,
+        'SIGNROOM_RENDER_TOTAL_MEMORY_MB',
+        Math.max(64, Math.min(Math.floor(totalmem() / 8 / 1048576), (2 * memoryBytes) / 1048576)),
+        64,
+        1_048_576,
+      ) *
+      1024 *
+      1024,
+    perOwner: integer(env, 'SIGNROOM_RENDER_PER_UPLOADER', Math.max(1, maxWorkers - 1), 1, 256),
   });
+}
+
+function uploadMemoryBytes(env: Env): number {
+  const largestBody = uploadBodyLimit(integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824));
+  const fallback = Math.ceil(Math.max(2 * largestBody, totalmem() / 16) / 1048576);
+  const bytes = integer(env, 'SIGNROOM_UPLOAD_MEMORY_MB', fallback, 1, 1_048_576) * 1048576;
+  if (bytes < largestBody) {
+    throw new ConfigError('SIGNROOM_UPLOAD_MEMORY_MB', `must hold at least one upload body of the largest document (${Math.ceil(largestBody / 1048576)} MiB)`);
+  }
+  return bytes;
 }
 
 function metricsToken(env: Env): string | undefined {

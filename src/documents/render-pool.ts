@@ -35,6 +35,8 @@ const WORKER_NICENESS = 19;
 
 interface Pending {
   job: RenderJob;
+  /** Who uploads it: one uploader's renders may not take every process. */
+  owner: string;
   resolve(outcome: RenderOutcome): void;
 }
 
@@ -58,6 +60,8 @@ class Worker {
   checking = false;
   /** Set once it has loaded and warmed up its renderers: only then does it take jobs, whose budgets start when they are sent. */
   warm = false;
+  /** Its resident memory when last read while it rendered, in bytes. */
+  residentBytes = 0;
 
   constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
     this.child = fork(WORKER, [], {
@@ -117,13 +121,24 @@ export class RenderPool {
     return !this.#closed && [...this.#workers].some((worker) => !worker.retired && worker.child.connected);
   }
 
-  /** Renders page 1 of the document in `file` at the given width. */
-  render(mediaType: DocumentType, file: string, width: number): Promise<RenderOutcome> {
+  /** Renders page 1 of the document in `file` at the given width, for `owner` (who uploads it). */
+  render(mediaType: DocumentType, file: string, width: number, owner = ''): Promise<RenderOutcome> {
     if (this.#closed) return Promise.reject(new Error('render pool is closed'));
     return new Promise((resolve) => {
-      this.#queue.push({ job: { id: this.#nextId++, mediaType, file, width }, resolve });
+      this.#queue.push({ job: { id: this.#nextId++, mediaType, file, width }, owner, resolve });
       this.#dispatch();
     });
+  }
+
+  /** The first waiting render whose owner has fewer than `perOwner` renders running, taken off the queue. */
+  #next(): Pending | undefined {
+    const running = new Map<string, number>();
+    for (const worker of this.#workers) {
+      const owner = worker.running?.owner;
+      if (owner !== undefined) running.set(owner, (running.get(owner) ?? 0) + 1);
+    }
+    const index = this.#queue.findIndex((pending) => (running.get(pending.owner) ?? 0) < this.#budget.perOwner);
+    return index === -1 ? undefined : this.#queue.splice(index, 1)[0];
   }
 
   async close(): Promise<void> {
@@ -148,7 +163,8 @@ export class RenderPool {
     for (const worker of this.#workers) {
       if (this.#queue.length === 0) break;
       if (!worker.warm || worker.running !== undefined || worker.retired || worker.checking || !worker.child.connected) continue;
-      const pending = this.#queue.shift()!;
+      const pending = this.#next();
+      if (pending === undefined) break;
       const running: Running = {
         ...pending,
         pageCount: undefined,
@@ -159,6 +175,7 @@ export class RenderPool {
         slow: false,
       };
       worker.running = running;
+      worker.residentBytes = 0;
       void cpuTime(worker).then((ms) => {
         if (worker.running === running) running.cpuAtStart = ms;
       });
@@ -274,11 +291,30 @@ export class RenderPool {
     const [residentBytes, cpuMs] = await Promise.all([residentMemory(worker), cpuTime(worker)]);
     // The job may have ended, and another begun, while /proc was read.
     if (worker.running !== running) return;
+    if (residentBytes !== undefined) worker.residentBytes = residentBytes;
     if (residentBytes !== undefined && residentBytes > this.#budget.memoryBytes) {
       this.#abort(worker, `rendering needed more than ${Math.round(this.#budget.memoryBytes / 1048576)} MiB`, 'memory');
+    } else if (this.#overTotalMemory()) {
+      this.#abort(this.#largestRunning(), `renders at once needed more than ${Math.round(this.#budget.totalMemoryBytes / 1048576)} MiB together`, 'memory');
     } else if (cpuMs !== undefined && running.cpuAtStart !== undefined && cpuMs - running.cpuAtStart > this.#budget.timeoutMs) {
       this.#abort(worker, `rendering took more than ${this.#budget.timeoutMs} ms of CPU time`, 'time');
     }
+  }
+
+  /** Whether the renders running now hold more memory together than the pool's budget. */
+  #overTotalMemory(): boolean {
+    let total = 0;
+    for (const worker of this.#workers) if (worker.running !== undefined) total += worker.residentBytes;
+    return total > this.#budget.totalMemoryBytes;
+  }
+
+  /** The running render holding the most memory: the one stopped when renders together exceed their budget. */
+  #largestRunning(): Worker {
+    let largest: Worker | undefined;
+    for (const worker of this.#workers) {
+      if (worker.running !== undefined && (largest === undefined || worker.residentBytes > largest.residentBytes)) largest = worker;
+    }
+    return largest!;
   }
 
   /** Replaces a worker that stays large after a job, so the next job gets the whole budget. */

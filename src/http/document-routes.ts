@@ -6,6 +6,7 @@ import { effectivePageSize } from '../domain/paging.ts';
 import { decodePayload, type PayloadResult } from '../domain/payload.ts';
 import { JsonBodyError, parseUploadBody, uploadBodyLimit } from '../domain/upload-body.ts';
 import { ProblemError } from '../errors.ts';
+import { ByteBudget } from '../lib/byte-budget.ts';
 import { readRequestBody } from './request-body.ts';
 import {
   ContentDispositionHeader,
@@ -28,6 +29,8 @@ import type { DocumentService } from '../services/documents.ts';
 
 export interface DocumentRouteOptions {
   documents: DocumentService;
+  /** Bytes of upload bodies held at once in this process. */
+  uploadMemoryBytes: number;
   maxPageSize: number;
   maxDocumentBytes: number;
   /** Path prefix of the API, for Location headers (not "prefix": Fastify would take that as the route prefix). */
@@ -62,10 +65,30 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
     }
   });
 
+  // Upload bodies share one budget: each is counted, once its sender is authenticated, from before
+  // its body is read until its answer is sent (the body and its decoded bytes live that long).
+  const bodies = new ByteBudget(options.uploadMemoryBytes);
+  const reserveBody = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    const declared = Number(request.headers['content-length']);
+    const release = bodies.tryReserve(Number.isSafeInteger(declared) && declared >= 0 && declared <= bodyLimit ? declared : bodyLimit);
+    if (release === undefined) {
+      request.log.warn({ event: 'upload.memory-full', heldBytes: bodies.reserved }, 'upload refused: the upload memory budget is taken');
+      done(
+        new ProblemError('service-unavailable', 'The server is holding as many uploads as its memory allows; send this one again in a moment.', {
+          headers: { 'retry-after': '5' },
+        }),
+      );
+      return;
+    }
+    reply.raw.once('close', release);
+    done();
+  };
+
   app.post(
     ROOM,
     {
       bodyLimit,
+      onRequest: reserveBody,
       schema: {
         operationId: 'uploadDocument',
         tags: ['documents'],

@@ -129,7 +129,7 @@ export class DocumentService {
     // Staged first: the render worker reads the file, and a stored document needs it anyway.
     const staged = await this.#blobs.stage(bytes);
     try {
-      const outcome = await this.#renderer.render(mediaType, staged.path, this.#thumbnailWidth);
+      const outcome = await this.#renderer.render(mediaType, staged.path, this.#thumbnailWidth, request.username);
       if (outcome.kind === 'encrypted') throw new ProblemError('document-encrypted', 'The PDF needs a password to open; upload it without one.');
       if (outcome.kind === 'unreadable') throw new ProblemError('document-unreadable', `The document cannot be opened: ${outcome.detail}`);
       const thumbnail = outcome.kind === 'thumbnail' ? outcome.png : await this.#placeholderPng();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
-import { hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
+import { flateStream, hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../helpers/poppler.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -142,6 +142,89 @@ describe('render pool fairness', () => {
     assert.equal(renderWorkers().length, 1, 'the process started for the slow render has stopped');
     const after = await upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }]));
     assert.equal((await metadataOf(t, after.json().id)).thumbnail, 'rendered');
+  });
+});
+
+describe('render pool fairness between uploaders', () => {
+  let t: TestApp;
+
+  before(async () => {
+    // One kept process, up to three in all, and one render running at a time per uploader.
+    t = await startTestApp({
+      SIGNROOM_RENDER_WORKERS: '1',
+      SIGNROOM_RENDER_MAX_WORKERS: '3',
+      SIGNROOM_RENDER_PER_UPLOADER: '1',
+      SIGNROOM_RENDER_TIMEOUT_MS: '6000',
+    });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it("keeps one uploader's second render waiting while another uploader's goes first", async () => {
+    assert.equal((await upload(t, topHalfBlackPdf())).statusCode, 201);
+    const [frozen] = renderWorkers();
+    assert.ok(frozen !== undefined);
+    process.kill(frozen, 'SIGSTOP');
+    const finished: string[] = [];
+    const track = async (name: string, pending: Promise<{ statusCode: number; body: string }>) => {
+      const response = await pending;
+      finished.push(name);
+      return response;
+    };
+    const asRoot = (pdf: Buffer) =>
+      t.app.inject({
+        method: 'POST',
+        url: DOCUMENTS,
+        headers: { authorization: basic('root', 'root-password'), 'content-type': 'application/json' },
+        payload: JSON.stringify({ payload: pdf.toString('base64') }),
+      });
+    try {
+      const first = track('first of acme-admin', upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }])));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const second = track('second of acme-admin', upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 150 300 re f' }])));
+      const other = await track('root', asRoot(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 100 100 re f' }])));
+      assert.equal(other.statusCode, 201, other.body);
+      assert.deepEqual(finished, ['root'], "the other uploader's render did not wait behind acme-admin's second");
+      process.kill(frozen, 'SIGCONT');
+      assert.equal((await first).statusCode, 201);
+      assert.equal((await second).statusCode, 201);
+      assert.deepEqual(finished, ['root', 'first of acme-admin', 'second of acme-admin']);
+    } finally {
+      process.kill(frozen, 'SIGCONT');
+    }
+  });
+});
+
+describe('renders share a memory budget', () => {
+  let t: TestApp;
+
+  before(async () => {
+    // Each render may use 4 GiB on its own, but all renders together only 300 MiB.
+    t = await startTestApp({
+      SIGNROOM_RENDER_MEMORY_MB: '4096',
+      SIGNROOM_RENDER_TOTAL_MEMORY_MB: '300',
+      SIGNROOM_RENDER_TIMEOUT_MS: '60000',
+      SIGNROOM_RENDER_DEADLINE_MS: '120000',
+    });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('stops the render that takes renders together past the budget, stores its document with the placeholder, and renders the next', async () => {
+    // A content stream that inflates to 1.2 GB (of spaces), which the renderer holds whole.
+    const pdf = rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents [4 0 R 5 0 R] >>',
+      flateStream(Buffer.alloc(1 << 20, 0x20), 1200),
+      '<< /Length 27 >>\nstream\n0 0 0 rg 0 421 595 421 re f\nendstream',
+    ]);
+    const bomb = await upload(t, pdf);
+    assert.equal(bomb.statusCode, 201, bomb.body);
+    assert.equal((await metadataOf(t, bomb.json().id)).thumbnail, 'placeholder');
+    assert.equal(t.app.renderer.killed.memory, 1);
+    const next = await upload(t, topHalfBlackPdf());
+    assert.equal((await metadataOf(t, next.json().id)).thumbnail, 'rendered');
   });
 });
 

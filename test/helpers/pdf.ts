@@ -1,5 +1,5 @@
 /** Builds small, valid PDFs for tests, with a correct cross-reference table. */
-import { deflateSync } from 'node:zlib';
+import { constants, deflateRawSync, deflateSync } from 'node:zlib';
 
 export interface PdfPage {
   width: number;
@@ -115,4 +115,48 @@ export async function hostilePdfs(): Promise<Record<string, Buffer>> {
 /** A stream object's body with its exact /Length (`content` as latin1 characters, one per byte). */
 function streamObject(dictionary: string, content: string): string {
   return `<< ${dictionary} /Length ${content.length} >>\nstream\n${content}\nendstream`;
+}
+
+/**
+ * A Flate-compressed stream object of `times` copies of `chunk` (which must be
+ * one repeated byte), built from a single compressed copy: each copy is
+ * compressed on its own and ends on a full flush, so copies can follow one
+ * another, and the Adler-32 of a repeated byte has a closed form.
+ */
+export function flateStream(chunk: Buffer, times: number): string {
+  const byte = chunk[0]!;
+  if (!chunk.every((b) => b === byte)) throw new Error('flateStream repeats a chunk of one byte value');
+  const segment = deflateRawSync(chunk, { level: 9, finishFlush: constants.Z_FULL_FLUSH });
+  const n = BigInt(chunk.length) * BigInt(times);
+  const a = (1n + BigInt(byte) * n) % 65521n;
+  const b = (n + (BigInt(byte) * n * (n + 1n)) / 2n) % 65521n;
+  const adler = Buffer.alloc(4);
+  adler.writeUInt32BE(Number((b << 16n) | a));
+  // zlib header, the copies, a final empty block, the checksum.
+  const data = Buffer.concat([Buffer.from([0x78, 0xda]), ...Array.from({ length: times }, () => segment), Buffer.from([0x03, 0x00]), adler]);
+  return `<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n${data.toString('latin1')}\nendstream`;
+}
+
+/**
+ * An image bomb of the kind issue 24 names: page 1 draws an RGB image of `side` × `side` pixels
+ * with a soft mask of the same size (400 MB of pixels at 10,000 a side), both Flate-compressed runs
+ * of one value, in a file of a few hundred KB. Drawing it takes seconds of a renderer's CPU.
+ */
+export function imageBomb(side = 10_000): Buffer {
+  const rgbRows = (side * side * 3) / (1 << 20);
+  const maskRows = (side * side) / (1 << 20);
+  return rawPdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /XObject << /Im 5 0 R >> >> /Contents 4 0 R >>',
+    streamObject('', 'q 595 0 0 842 0 0 cm /Im Do Q'),
+    flateStream(Buffer.alloc(1 << 20, 0x80), Math.ceil(rgbRows)).replace(
+      '<< /Length',
+      `<< /Type /XObject /Subtype /Image /Width ${side} /Height ${side} /ColorSpace /DeviceRGB /BitsPerComponent 8 /SMask 6 0 R /Length`,
+    ),
+    flateStream(Buffer.alloc(1 << 20, 0xff), Math.ceil(maskRows)).replace(
+      '<< /Length',
+      `<< /Type /XObject /Subtype /Image /Width ${side} /Height ${side} /ColorSpace /DeviceGray /BitsPerComponent 8 /Length`,
+    ),
+  ]);
 }

@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
-import { constants, deflateRawSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { PDFiumLibrary } from '@hyzyla/pdfium';
 import { sql } from 'kysely';
@@ -11,7 +10,7 @@ import { corpusDir } from '../helpers/corpus.ts';
 import { TEST_DIALECT } from '../helpers/databases.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { inspectPng, pngHeaderOnly } from '../helpers/images.ts';
-import { rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
+import { rawPdf, topHalfBlackPdf, flateStream } from '../helpers/pdf.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const DOCS = (org = 'acme', room = 'board') => `/admin/api/v3/organizations/${org}/rooms/${room}/documents`;
@@ -313,26 +312,6 @@ describe('render memory budget', () => {
     assert.equal(metadata.thumbnail, 'rendered');
   });
 });
-
-/**
- * A Flate-compressed stream object of `times` copies of `chunk` (which must be
- * one repeated byte), built from a single compressed copy: each copy is
- * compressed on its own and ends on a full flush, so copies can follow one
- * another, and the Adler-32 of a repeated byte has a closed form.
- */
-function flateStream(chunk: Buffer, times: number): string {
-  const byte = chunk[0]!;
-  assert.ok(chunk.every((b) => b === byte));
-  const segment = deflateRawSync(chunk, { level: 9, finishFlush: constants.Z_FULL_FLUSH });
-  const n = BigInt(chunk.length) * BigInt(times);
-  const a = (1n + BigInt(byte) * n) % 65521n;
-  const b = (n + (BigInt(byte) * n * (n + 1n)) / 2n) % 65521n;
-  const adler = Buffer.alloc(4);
-  adler.writeUInt32BE(Number((b << 16n) | a));
-  // zlib header, the copies, a final empty block, the checksum.
-  const data = Buffer.concat([Buffer.from([0x78, 0xda]), ...Array.from({ length: times }, () => segment), Buffer.from([0x03, 0x00]), adler]);
-  return `<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n${data.toString('latin1')}\nendstream`;
-}
 
 /** The status, headers and body of an HTTP/1.1 response once all of it (by Content-Length) has arrived. */
 function completeResponse(received: Buffer): { status: number; headers: Map<string, string>; body: string } | undefined {

@@ -1,0 +1,71 @@
+/**
+ * Upload bodies share one memory budget (issue 24): an upload that would take more than is left is
+ * answered 503 with Retry-After before its body is read, and the budget comes back once uploads end.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { makePdf } from '../helpers/pdf.ts';
+import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const UPLOAD = '/admin/api/v3/organizations/acme/rooms/board/documents';
+const AUTH = basic('acme-admin', ACME_PASSWORD);
+
+describe('upload memory budget', () => {
+  let t: TestApp;
+  let port: number;
+  before(async () => {
+    // Documents of at most 100 KB: a body limit of about 330 KB, and 1 MiB for all bodies at once.
+    t = await startTestApp({ SIGNROOM_MAX_DOCUMENT_BYTES: '100000', SIGNROOM_UPLOAD_MEMORY_MB: '1' });
+    await t.importDirectory(DIRECTORY);
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (t.app.server.address() as AddressInfo).port;
+  });
+  after(async () => t.close());
+
+  /** An upload that declares `length` bytes and sends only its start, held open. */
+  async function held(length: number): Promise<Socket> {
+    const socket = connect({ port, host: '127.0.0.1' });
+    await once(socket, 'connect');
+    socket.write(
+      `POST ${UPLOAD} HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"payload":"`,
+    );
+    return socket;
+  }
+
+  const post = (pdf: Buffer) =>
+    fetch(`http://127.0.0.1:${port}${UPLOAD}`, {
+      method: 'POST',
+      headers: { authorization: AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ payload: pdf.toString('base64') }),
+    });
+
+  it('answers 503 with Retry-After when the bodies held would pass the budget, and stores nothing', async () => {
+    // About 66 KB of PDF, 88 KB of body: more than the budget has left beside three bodies of 330 KB.
+    const pdf = makePdf([{ width: 200, height: 200, content: '0 0 0 rg 0 0 1 1 re f\n'.repeat(3000) }]);
+    const holding = await Promise.all([held(330_000), held(330_000), held(330_000)]);
+    try {
+      // Let the server take them in.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const refused = await post(pdf);
+      assert.equal(refused.status, 503);
+      assert.equal(refused.headers.get('retry-after'), '5');
+      const problem = (await refused.json()) as { code: string; detail: string };
+      assert.equal(problem.code, 'service-unavailable');
+      assert.match(problem.detail, /as many uploads as its memory allows/);
+      const listed = await t.app.inject({ url: UPLOAD, headers: { authorization: AUTH } });
+      assert.equal(listed.json().totalElements, 0);
+    } finally {
+      for (const socket of holding) socket.destroy();
+    }
+    // Once those uploads are gone, their share of the budget is back.
+    let stored: Response | undefined;
+    for (let attempt = 0; attempt < 50 && stored?.status !== 201; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stored = await post(pdf);
+    }
+    assert.equal(stored?.status, 201);
+  });
+});

@@ -130,15 +130,27 @@ export class RenderPool {
     });
   }
 
-  /** The first waiting render whose owner has fewer than `perOwner` renders running, taken off the queue. */
+  /**
+   * The waiting render to start next, taken off the queue: of the uploaders with fewer than
+   * `perOwner` renders running, the one with fewest, and its oldest render (so an uploader who
+   * has none running goes before one who has several).
+   */
   #next(): Pending | undefined {
     const running = new Map<string, number>();
     for (const worker of this.#workers) {
       const owner = worker.running?.owner;
       if (owner !== undefined) running.set(owner, (running.get(owner) ?? 0) + 1);
     }
-    const index = this.#queue.findIndex((pending) => (running.get(pending.owner) ?? 0) < this.#budget.perOwner);
-    return index === -1 ? undefined : this.#queue.splice(index, 1)[0];
+    let chosen = -1;
+    let fewest = this.#budget.perOwner;
+    this.#queue.forEach((pending, index) => {
+      const count = running.get(pending.owner) ?? 0;
+      if (count < fewest) {
+        chosen = index;
+        fewest = count;
+      }
+    });
+    return chosen === -1 ? undefined : this.#queue.splice(chosen, 1)[0];
   }
 
   async close(): Promise<void> {
@@ -196,7 +208,7 @@ export class RenderPool {
   #resize(): void {
     if (this.#closed) return;
     const live = () => [...this.#workers].filter((worker) => !worker.retired).length;
-    while (live() < this.#budget.workers || (this.#queue.length > 0 && this.#capacity() < this.#budget.workers)) {
+    while (live() < this.#budget.workers || (this.#queue.length > 0 && (this.#capacity() < this.#budget.workers || this.#uploaderWaitsAlone()))) {
       if (this.#workers.size >= this.#budget.maxWorkers) break;
       this.#spawn();
     }
@@ -251,6 +263,21 @@ export class RenderPool {
       });
     }
     this.#dispatch();
+  }
+
+  /**
+   * Whether a waiting render's uploader has no render running while every process is busy with
+   * others' renders: a process starts for it at once, rather than once those turn slow.
+   */
+  #uploaderWaitsAlone(): boolean {
+    const busy = new Set<string>();
+    let idle = 0;
+    for (const worker of this.#workers) {
+      if (worker.retired) continue;
+      if (worker.running === undefined) idle++;
+      else busy.add(worker.running.owner);
+    }
+    return idle === 0 && this.#queue.some((pending) => !busy.has(pending.owner));
   }
 
   /** Processes that can take a render now or soon: live, not being replaced, not busy with a slow render. */

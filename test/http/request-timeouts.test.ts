@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
+import { PassThrough } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
@@ -75,13 +76,29 @@ function problemOf(answer: Answer): { status: number; code: string; detail: stri
 describe('request deadlines', () => {
   let t: TestApp;
   let port: number;
+  const lines: string[] = [];
+  const events = (name: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry['event'] === name);
   before(async () => {
-    t = await startTestApp({
-      SIGNROOM_HEADERS_TIMEOUT_MS: '500',
-      SIGNROOM_BODY_TIMEOUT_MS: '500',
-      SIGNROOM_BODY_MIN_BYTES_PER_SECOND: '4096',
-      SIGNROOM_HANDLER_TIMEOUT_MS: '300',
-    });
+    const log = new PassThrough();
+    log.on('data', (chunk: Buffer) =>
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line !== ''),
+      ),
+    );
+    t = await startTestApp(
+      {
+        SIGNROOM_HEADERS_TIMEOUT_MS: '500',
+        SIGNROOM_BODY_TIMEOUT_MS: '500',
+        SIGNROOM_BODY_MIN_BYTES_PER_SECOND: '4096',
+        SIGNROOM_HANDLER_TIMEOUT_MS: '300',
+        SIGNROOM_LOG_LEVEL: 'warn',
+      },
+      undefined,
+      log,
+    );
     await t.importDirectory(DIRECTORY);
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     port = (t.app.server.address() as AddressInfo).port;
@@ -120,6 +137,7 @@ describe('request deadlines', () => {
     assert.ok(held < 20_000_000, `still held after the 408s: ${held} bytes`);
     const listed = await t.app.inject({ url: UPLOAD, headers: { authorization: AUTH } });
     assert.equal(listed.json().totalElements, 0, 'nothing stored');
+    assert.equal(events('request.body-too-slow').length, 5, 'one log event per stalled upload');
   });
 
   it('answers a body that trickles in below the minimum rate with 408', async () => {
@@ -168,5 +186,6 @@ describe('request deadlines', () => {
     const problem = (await response.json()) as { code: string; detail: string };
     assert.equal(problem.code, 'service-unavailable');
     assert.match(problem.detail, /did not finish this request within 0.3 s/);
+    assert.equal(events('request.handler-too-slow').length, 1);
   });
 });

@@ -4,33 +4,23 @@
  * each of these is logged once for the operator.
  */
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { CapturedLog } from '../helpers/log.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const lookup = (t: TestApp, authorization: string, remoteAddress: string, headers: Record<string, string> = {}) =>
   t.app.inject({ url: LOOKUP('acme', 'board'), remoteAddress, headers: { authorization, ...headers } });
 
-/** The structured log lines written so far, parsed. */
-function logged(lines: string[]): { event?: string; user?: string; client?: string; by?: string; msg: string }[] {
-  return lines.map((line) => JSON.parse(line) as { event?: string; msg: string });
-}
-
 describe('login abuse', () => {
   let t: TestApp;
-  const lines: string[] = [];
+  const log = new CapturedLog();
   before(async () => {
-    const log = new PassThrough();
-    log.on('data', (chunk: Buffer) =>
-      lines.push(
-        ...chunk
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== ''),
-      ),
+    t = await startTestApp(
+      { SIGNROOM_LOGIN_MAX_FAILURES: '5', SIGNROOM_LOGIN_MAX_FAILURES_PER_ADDRESS: '20', SIGNROOM_LOG_LEVEL: 'warn' },
+      undefined,
+      log.stream,
     );
-    t = await startTestApp({ SIGNROOM_LOGIN_MAX_FAILURES: '5', SIGNROOM_LOGIN_MAX_FAILURES_PER_ADDRESS: '20', SIGNROOM_LOG_LEVEL: 'warn' }, undefined, log);
     await t.importDirectory(DIRECTORY);
   });
   after(async () => t.close());
@@ -58,18 +48,18 @@ describe('login abuse', () => {
     assert.match(stranger.json().detail, /for this username/);
     assert.ok(Number(stranger.headers['retry-after']) > 0);
     assert.equal((await lookup(t, basic('acme-admin', ACME_PASSWORD), '198.51.100.20')).statusCode, 200);
-    const events = logged(lines).filter((line) => line.event === 'login.throttled' && line.client === '203.0.113.7');
+    const events = log.events('login.throttled').filter((line) => line['client'] === '203.0.113.7');
     assert.equal(events.length, 1);
-    assert.equal(events[0]?.by, 'username');
-    assert.match(events[0]?.user ?? '', /^[0-9a-f]{12}$/, 'the username as a short hash');
-    assert.ok(!lines.some((line) => line.includes('acme-admin')), 'no username in the log');
+    assert.equal(events[0]?.['by'], 'username');
+    assert.match(String(events[0]?.['user']), /^[0-9a-f]{12}$/, 'the username as a short hash');
+    assert.ok(!log.lines.some((line) => line.includes('acme-admin')), 'no username in the log');
   });
 
   it('turns away an address that fails too often, whatever the usernames, and logs each failure once', async () => {
     const address = '192.0.2.66';
-    const before = logged(lines).filter((line) => line.event === 'login.failed' && line.client === address).length;
+    const before = log.events('login.failed').filter((line) => line['client'] === address).length;
     for (let i = 0; i < 20; i++) assert.equal((await lookup(t, basic(`someone-${i}`, 'guess'), address)).statusCode, 401);
-    assert.equal(logged(lines).filter((line) => line.event === 'login.failed' && line.client === address).length - before, 20);
+    assert.equal(log.events('login.failed').filter((line) => line['client'] === address).length - before, 20);
     // Even the right password of a credential not verified lately is refused from there.
     await t.importDirectory({ organizations: [], credentials: [{ username: 'new-admin', password: 'new-admin-password', organizations: ['acme'] }] });
     const refused = await lookup(t, basic('new-admin', 'new-admin-password'), address);
@@ -78,23 +68,14 @@ describe('login abuse', () => {
     assert.equal((await lookup(t, basic('new-admin', 'new-admin-password'), '192.0.2.67')).statusCode, 200, 'another address is not affected');
     // A password verified a moment ago still works from there (people behind one address keep working).
     assert.equal((await lookup(t, basic('new-admin', 'new-admin-password'), address)).statusCode, 200);
-    assert.equal(logged(lines).filter((line) => line.event === 'login.throttled' && line.client === address && line.by === 'address').length, 1);
+    assert.equal(log.events('login.throttled').filter((line) => line['client'] === address && line['by'] === 'address').length, 1);
   });
 });
 
 describe('login abuse behind a proxy and with a full hash queue', () => {
   let t: TestApp;
-  const lines: string[] = [];
+  const log = new CapturedLog();
   before(async () => {
-    const log = new PassThrough();
-    log.on('data', (chunk: Buffer) =>
-      lines.push(
-        ...chunk
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== ''),
-      ),
-    );
     t = await startTestApp(
       {
         SIGNROOM_LOGIN_MAX_FAILURES: '3',
@@ -104,7 +85,7 @@ describe('login abuse behind a proxy and with a full hash queue', () => {
         SIGNROOM_LOG_LEVEL: 'warn',
       },
       undefined,
-      log,
+      log.stream,
     );
     await t.importDirectory(DIRECTORY);
   });
@@ -137,6 +118,6 @@ describe('login abuse behind a proxy and with a full hash queue', () => {
     const during = Promise.all(Array.from({ length: 3 }, (_, i) => lookup(t, basic('root', `again-${i}`), `10.4.0.${i}`)));
     assert.equal((await lookup(t, basic('acme-admin', ACME_PASSWORD), '10.2.0.1')).statusCode, 200);
     await during;
-    assert.ok(logged(lines).some((line) => line.event === 'login.busy'));
+    assert.ok(log.events('login.busy').length > 0);
   });
 });

@@ -57,6 +57,19 @@ async function signIn(page: Page, username = 'acme-admin', password = ACME_PASSW
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
+/** Signs in as acme-admin by keyboard alone (Tab, typing, Enter) and waits for the signatories. */
+async function signInByKeyboard(page: Page): Promise<void> {
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('acme-admin');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(ACME_PASSWORD);
+  await page.keyboard.press('Enter');
+  await page
+    .getByRole('status')
+    .filter({ hasText: /signatories$/ })
+    .waitFor();
+}
+
 /** Signs in and waits for the signatories of the first room. */
 async function openConsole(viewport?: { width: number; height: number }) {
   const opened = await openPage(browser, url, viewport);
@@ -491,15 +504,7 @@ describe('admin console', () => {
 
   it('switches room, uploads a JPEG with the file picker and adds a user by keyboard alone', async () => {
     const { page, scriptErrors, foreignRequests } = await openPage(browser, url);
-    await page.keyboard.press('Tab');
-    await page.keyboard.type('acme-admin');
-    await page.keyboard.press('Tab');
-    await page.keyboard.type(ACME_PASSWORD);
-    await page.keyboard.press('Enter');
-    await page
-      .getByRole('status')
-      .filter({ hasText: /signatories$/ })
-      .waitFor();
+    await signInByKeyboard(page);
 
     const room = page.getByRole('combobox', { name: 'Room' });
     const before = await room.inputValue();
@@ -549,15 +554,7 @@ describe('admin console', () => {
 
   it('works at 390 px wide and by keyboard alone', async () => {
     const { page, scriptErrors } = await openPage(browser, url, { width: 390, height: 844 });
-    await page.keyboard.press('Tab');
-    await page.keyboard.type('acme-admin');
-    await page.keyboard.press('Tab');
-    await page.keyboard.type(ACME_PASSWORD);
-    await page.keyboard.press('Enter');
-    await page
-      .getByRole('status')
-      .filter({ hasText: /signatories$/ })
-      .waitFor();
+    await signInByKeyboard(page);
     await page.getByRole('searchbox', { name: 'Search signatories' }).focus();
     await page.keyboard.type('anna');
     await expectStatus(page, `${await lookupTotal({ searchQuery: 'anna' })} signator(y|ies)`);

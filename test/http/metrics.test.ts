@@ -3,11 +3,11 @@
  * structured log event for each placeholder thumbnail, killed render process and slow request.
  */
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 // @ts-expect-error: the parser ships no types; it takes text and returns metric families.
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { CapturedLog } from '../helpers/log.ts';
 import { hostilePdfs, makePdf } from '../helpers/pdf.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -36,19 +36,10 @@ function valueOf(found: Family, labels: Record<string, string>): number {
 
 describe('metrics and operator logs', () => {
   let t: TestApp;
-  const lines: string[] = [];
-  const events = (name: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry['event'] === name);
+  const log = new CapturedLog();
+  const events = (name: string) => log.events(name);
   before(async () => {
-    const log = new PassThrough();
-    log.on('data', (chunk: Buffer) =>
-      lines.push(
-        ...chunk
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== ''),
-      ),
-    );
-    t = await startTestApp({ SIGNROOM_METRICS_TOKEN: TOKEN, SIGNROOM_SLOW_REQUEST_MS: '1500', SIGNROOM_LOG_LEVEL: 'warn' }, undefined, log);
+    t = await startTestApp({ SIGNROOM_METRICS_TOKEN: TOKEN, SIGNROOM_SLOW_REQUEST_MS: '1500', SIGNROOM_LOG_LEVEL: 'warn' }, undefined, log.stream);
     await t.importDirectory(DIRECTORY);
   });
   after(async () => t.close());

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { PassThrough } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { CapturedLog } from '../helpers/log.ts';
 import { hostilePdfs } from '../helpers/pdf.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -76,18 +76,9 @@ function problemOf(answer: Answer): { status: number; code: string; detail: stri
 describe('request deadlines', () => {
   let t: TestApp;
   let port: number;
-  const lines: string[] = [];
-  const events = (name: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry['event'] === name);
+  const log = new CapturedLog();
+  const events = (name: string) => log.events(name);
   before(async () => {
-    const log = new PassThrough();
-    log.on('data', (chunk: Buffer) =>
-      lines.push(
-        ...chunk
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== ''),
-      ),
-    );
     t = await startTestApp(
       {
         SIGNROOM_HEADERS_TIMEOUT_MS: '500',
@@ -97,7 +88,7 @@ describe('request deadlines', () => {
         SIGNROOM_LOG_LEVEL: 'warn',
       },
       undefined,
-      log,
+      log.stream,
     );
     await t.importDirectory(DIRECTORY);
     await t.app.listen({ host: '127.0.0.1', port: 0 });

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { RenderPool } from '../documents/render-pool.ts';
@@ -20,11 +20,19 @@ export interface MetricsOptions {
 }
 
 /**
- * Counts every request by route and status (and logs the slow ones), and, when a token is
- * configured, serves the counts and the service's state in Prometheus' text format at
- * `GET /metrics`. Each app has a registry of its own.
+ * Logs slow requests and, when a token is configured, counts every request by route and status
+ * and serves the counts and the service's state in Prometheus' text format at `GET /metrics`.
+ * Each app has a registry of its own.
  */
 export function installMetrics(app: FastifyInstance, options: MetricsOptions, sources: MetricSources): void {
+  // Without a token nothing is counted: only slow requests are logged.
+  if (options.token === undefined) {
+    app.addHook('onResponse', (request, reply, done) => {
+      if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
+      done();
+    });
+    return;
+  }
   const registry = new Registry();
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({
@@ -40,17 +48,14 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-
   app.addHook('onResponse', (request, reply, done) => {
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    const ms = reply.elapsedTime;
     requests.inc(labels);
-    durations.observe(labels, ms / 1000);
-    if (ms >= options.slowRequestMs) request.log.warn({ event: 'request.slow', ms: Math.round(ms), ...labels }, 'slow request');
+    durations.observe(labels, reply.elapsedTime / 1000);
+    if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
     done();
   });
 
-  if (options.token === undefined) return;
   const expected = Buffer.from(`Bearer ${options.token}`);
   registerServiceMetrics(registry, sources);
   collectDefaultMetrics({ register: registry, prefix: 'signroom_' });
@@ -66,6 +71,19 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
       .header('cache-control', 'no-store')
       .send(await registry.metrics());
   });
+}
+
+function logSlow(request: FastifyRequest, reply: FastifyReply): void {
+  request.log.warn(
+    {
+      event: 'request.slow',
+      ms: Math.round(reply.elapsedTime),
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+    },
+    'slow request',
+  );
 }
 
 /** The service's own state, read when /metrics is scraped. */

@@ -19,8 +19,6 @@ function hasBody(request: FastifyRequest): boolean {
   return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
 }
 
-const handlerTimers = new WeakMap<FastifyRequest, NodeJS.Timeout>();
-
 /**
  * Bounds the two phases of a request that Node does not: the body, which must keep arriving at
  * a minimum rate (a stalled or trickling upload is answered 408 and its connection closed, which
@@ -34,14 +32,32 @@ export function installRequestDeadlines(app: FastifyInstance, timeouts: RequestT
     done();
   });
 
+  // Handlers running, with their deadlines: one sweep checks them all, rather than a timer per
+  // request on the lookup's hot path. A deadline is kept within a third of the limit.
+  const running = new Map<FastifyRequest, { reply: FastifyReply; deadline: number }>();
+  const sweep = setInterval(
+    () => {
+      const now = performance.now();
+      for (const [request, { reply, deadline }] of running) {
+        if (deadline > now) continue;
+        running.delete(request);
+        answerSlowHandler(request, reply, timeouts.handlerMs);
+      }
+    },
+    Math.max(10, Math.min(1000, Math.floor(timeouts.handlerMs / 3))),
+  );
+  sweep.unref();
+  app.addHook('onClose', async () => clearInterval(sweep));
   app.addHook('preHandler', (request, reply, done) => {
-    const timer = setTimeout(() => answerSlowHandler(request, reply, timeouts.handlerMs), timeouts.handlerMs);
-    timer.unref();
-    handlerTimers.set(request, timer);
+    running.set(request, { reply, deadline: performance.now() + timeouts.handlerMs });
     done();
   });
   app.addHook('onResponse', (request, _reply, done) => {
-    clearTimeout(handlerTimers.get(request));
+    running.delete(request);
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    running.delete(request);
     done();
   });
 }

@@ -175,7 +175,7 @@ function renderBudget(env: Env): RenderBudget {
       integer(
         env,
         'SIGNROOM_RENDER_TOTAL_MEMORY_MB',
-        Math.max(64, Math.min(Math.floor(totalmem() / 8 / 1048576), (2 * memoryBytes) / 1048576)),
+        Math.max(64, Math.min(Math.floor(machineMemory() / 8 / 1048576), (2 * memoryBytes) / 1048576)),
         64,
         1_048_576,
       ) *
@@ -185,9 +185,15 @@ function renderBudget(env: Env): RenderBudget {
   });
 }
 
+/** The memory this process may count on: its container's limit when it has one, else the machine's. */
+function machineMemory(): number {
+  const constrained = process.constrainedMemory();
+  return constrained > 0 && constrained < totalmem() ? constrained : totalmem();
+}
+
 function uploadMemoryBytes(env: Env): number {
   const largestBody = uploadBodyLimit(integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824));
-  const fallback = Math.ceil(Math.max(2 * largestBody, totalmem() / 16) / 1048576);
+  const fallback = Math.ceil(Math.max(2 * largestBody, machineMemory() / 16) / 1048576);
   const bytes = integer(env, 'SIGNROOM_UPLOAD_MEMORY_MB', fallback, 1, 1_048_576) * 1048576;
   if (bytes < largestBody) {
     throw new ConfigError('SIGNROOM_UPLOAD_MEMORY_MB', `must hold at least one upload body of the largest document (${Math.ceil(largestBody / 1048576)} MiB)`);
@@ -204,8 +210,8 @@ function metricsToken(env: Env): string | undefined {
 }
 
 function hashLimits(env: Env): { hashConcurrency: number; hashQueue: number } {
-  // scrypt runs on libuv's thread pool, four threads unless UV_THREADPOOL_SIZE says otherwise.
-  const hashConcurrency = integer(env, 'SIGNROOM_LOGIN_HASH_CONCURRENCY', Math.min(availableParallelism(), 4), 1, 256);
+  // scrypt runs on libuv's thread pool, four threads unless UV_THREADPOOL_SIZE says otherwise: one is left for file work.
+  const hashConcurrency = integer(env, 'SIGNROOM_LOGIN_HASH_CONCURRENCY', Math.min(availableParallelism(), 3), 1, 256);
   return { hashConcurrency, hashQueue: integer(env, 'SIGNROOM_LOGIN_HASH_QUEUE', 4 * hashConcurrency, 0, 100_000) };
 }
 

@@ -11,7 +11,7 @@ import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/c
 import { LruCache } from '../lib/lru-cache.ts';
 import { failureDelayMs, LoginThrottle } from './login-throttle.ts';
 import { BoundedConcurrency } from '../lib/bounded-concurrency.ts';
-import { AddressThrottle } from './address-throttle.ts';
+import { clientKey, FailureWindows } from './failure-windows.ts';
 import { measureHashMs, verifyPassword } from './password-hash.ts';
 
 /** The result of checking an Authorization header; `username` is who acts: a credential's username, or `token:<id>`. */
@@ -43,6 +43,12 @@ const PURGE_EVERY_FAILURES = 100;
 const LOGIN_STATE_ENTRIES = 10_000;
 /** Tokens (by hash) kept between requests while the database is unchanged, unknown ones included. */
 const TOKEN_ENTRIES = 10_000;
+/** Username and address pairs remembered as having logged in. */
+const KNOWN_PAIRS = 100_000;
+/** How long a pair that logged in stays known. */
+const KNOWN_PAIR_MS = 24 * 60 * 60 * 1000;
+/** A username failing this many times the per-pair limit, over all addresses, is refused to pairs not known. */
+const USERNAME_FAILURES_PER_PAIR = 10;
 /** A token's `lastUsedAt` is written at most this often by one server: not a write per request. */
 export const TOKEN_USE_WRITE_MS = 60_000;
 
@@ -70,7 +76,12 @@ export class Authenticator {
   /** How long a hash takes, kept up to date: an unknown username is answered after as long, without computing one. */
   #typicalHashMs: number | undefined;
   readonly #firstHashMs: Promise<number>;
-  readonly #addresses: AddressThrottle;
+  /** Failures per client address, whatever the usernames. */
+  readonly #addresses: FailureWindows;
+  /** Failures per username, whatever the addresses: many addresses guessing one account. */
+  readonly #usernames: FailureWindows;
+  /** Username and address pairs that logged in lately: the address and username limits let them through. */
+  readonly #knownPairs = new LruCache<string, number>(KNOWN_PAIRS);
   /** Hashes computed since the start (for /metrics, and to show that unknown usernames cost none). */
   hashesComputed = 0;
   /** Login states read while the database was unchanged; this process's own writes forget theirs. */
@@ -88,7 +99,8 @@ export class Authenticator {
     this.#tokens = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, TOKEN_ENTRIES);
     this.#throttle = new LoginThrottle(policy, this.#now);
     this.#hashes = new BoundedConcurrency(policy.hashConcurrency, policy.hashQueue);
-    this.#addresses = new AddressThrottle(policy.maxFailuresPerAddress, policy.lockSeconds * 1000, this.#now);
+    this.#addresses = new FailureWindows(policy.maxFailuresPerAddress, policy.lockSeconds * 1000, this.#now);
+    this.#usernames = new FailureWindows(USERNAME_FAILURES_PER_PAIR * policy.maxFailures, policy.lockSeconds * 1000, this.#now);
     this.#firstHashMs = measureHashMs();
   }
 
@@ -101,7 +113,7 @@ export class Authenticator {
    * Authenticates the value of an Authorization header sent from `client` (its address), as the
    * credential stands at least as new as `asOf` (`performance.now()`).
    */
-  async authenticate(header: string | undefined, asOf = performance.now(), client = ''): Promise<AuthOutcome> {
+  async authenticate(header: string | undefined, asOf = performance.now(), address = ''): Promise<AuthOutcome> {
     if (header === undefined || header === '') return { kind: 'missing' };
     const token = bearerToken(header);
     if (token !== undefined) return this.#authenticateToken(token, asOf);
@@ -113,16 +125,24 @@ export class Authenticator {
     if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH || /\p{Cc}/u.test(username)) {
       return { kind: 'rejected', delayMs: 0, username };
     }
+    const client = clientKey(address);
     const cacheKey = createHmac('sha256', this.#cacheSecret).update(username).update('\0').update(password).digest('base64');
     const cached = this.#verified.get(cacheKey);
     const recentlyVerified = cached !== undefined && cached.expiresAt > this.#now();
-    // An address that failed too often is refused before any read or hash, unless its password was verified just now.
-    const fromAddress = this.#addresses.check(client);
-    if (fromAddress.locked && !recentlyVerified) return { kind: 'throttled', retryAfterSeconds: fromAddress.retryAfterSeconds, by: 'address', username };
+    // An address that failed too often, or a username that many addresses failed, is refused
+    // before any read or hash, unless this username logged in from this address lately.
+    const throttleKey = `${client}\0${username}`;
+    const knownAt = this.#knownPairs.get(throttleKey);
+    const known = recentlyVerified || (knownAt !== undefined && this.#now() - knownAt < KNOWN_PAIR_MS);
+    if (!known) {
+      const fromAddress = this.#addresses.check(client);
+      if (fromAddress.locked) return { kind: 'throttled', retryAfterSeconds: fromAddress.retryAfterSeconds, by: 'address', username };
+      const ofUsername = this.#usernames.check(username);
+      if (ofUsername.locked) return { kind: 'throttled', retryAfterSeconds: ofUsername.retryAfterSeconds, by: 'username', username };
+    }
 
     // One read per request: the credential (so a revoked or changed one stops working at once)
     // and the failed logins of this username from this address, shared by every process.
-    const throttleKey = `${client}\0${username}`;
     const { credential: row, failures } = await this.#loginStates.read(throttleKey, () => findLoginState(this.#db, username, client), asOf);
     const verdict = this.#throttle.check(throttleKey, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds, by: 'username', username };
@@ -131,6 +151,8 @@ export class Authenticator {
       return { kind: 'authenticated', username, scope: row.scope };
     }
 
+    // Every hash slot and the queue taken: busy, for a username that exists or not alike.
+    if (this.#hashes.full) return { kind: 'busy', retryAfterSeconds: 1 };
     // Identical attempts in flight share one check and count as one attempt.
     const verificationKey = `${cacheKey}\0${row?.passwordHash ?? ''}`;
     let verification = this.#inFlight.get(verificationKey);
@@ -159,6 +181,7 @@ export class Authenticator {
       if (!owner) return { kind: 'rejected', delayMs: failureDelayMs(this.#throttle.current(failures)?.failures ?? 0), username };
       try {
         this.#addresses.fail(client);
+        this.#usernames.fail(username);
         const recorded = await this.#loginStates.forgetting(throttleKey, () =>
           recordLoginFailure(this.#db, username, client, this.#now(), {
             windowMs: this.#policy.lockSeconds * 1000,
@@ -173,6 +196,7 @@ export class Authenticator {
     }
 
     if (owner) {
+      this.#knownPairs.set(throttleKey, this.#now());
       try {
         if (failures !== undefined) await this.#loginStates.forgetting(throttleKey, () => clearLoginFailures(this.#db, username, client));
       } finally {
@@ -200,9 +224,10 @@ export class Authenticator {
     }
   }
 
-  /** Waits as long as a hash takes, and fails: what an unknown username gets. */
+  /** Waits as long as a hash takes (waiting in the queue included), and fails: what an unknown username gets. */
   async #asLongAsAHash(): Promise<boolean> {
-    const ms = this.#typicalHashMs ?? (await this.#firstHashMs);
+    const hash = this.#typicalHashMs ?? (await this.#firstHashMs);
+    const ms = hash * (1 + this.#hashes.queued / this.#policy.hashConcurrency);
     await new Promise((resolve) => setTimeout(resolve, ms));
     return false;
   }

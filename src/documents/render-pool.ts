@@ -62,6 +62,8 @@ class Worker {
   warm = false;
   /** Its resident memory when last read while it rendered, in bytes. */
   residentBytes = 0;
+  /** Its resident memory once warm, before any render: what a render adds is counted above it. */
+  baselineBytes = 0;
 
   constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
     this.child = fork(WORKER, [], {
@@ -224,8 +226,11 @@ export class RenderPool {
 
   #onMessage(worker: Worker, message: WorkerMessage): void {
     if (message.stage === 'ready') {
-      worker.warm = true;
-      this.#dispatch();
+      void residentMemory(worker).then((bytes) => {
+        worker.baselineBytes = bytes ?? 0;
+        worker.warm = true;
+        this.#dispatch();
+      });
       return;
     }
     const running = worker.running;
@@ -328,10 +333,10 @@ export class RenderPool {
     }
   }
 
-  /** Whether the renders running now hold more memory together than the pool's budget. */
+  /** Whether the renders running now hold more memory together, above their processes' own, than the pool's budget. */
   #overTotalMemory(): boolean {
     let total = 0;
-    for (const worker of this.#workers) if (worker.running !== undefined) total += worker.residentBytes;
+    for (const worker of this.#workers) if (worker.running !== undefined) total += Math.max(0, worker.residentBytes - worker.baselineBytes);
     return total > this.#budget.totalMemoryBytes;
   }
 
@@ -339,7 +344,12 @@ export class RenderPool {
   #largestRunning(): Worker {
     let largest: Worker | undefined;
     for (const worker of this.#workers) {
-      if (worker.running !== undefined && (largest === undefined || worker.residentBytes > largest.residentBytes)) largest = worker;
+      if (
+        worker.running !== undefined &&
+        (largest === undefined || worker.residentBytes - worker.baselineBytes > largest.residentBytes - largest.baselineBytes)
+      ) {
+        largest = worker;
+      }
     }
     return largest!;
   }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator, type AuthOutcome } from '../auth/authenticator.ts';
 import { bearerToken } from '../domain/api-token.ts';
@@ -99,9 +99,12 @@ export function logAuthOutcome(request: FastifyRequest, outcome: AuthOutcome): v
   }
 }
 
-/** A username as a short hash that tells the same name again (`token` for an API token). */
+/** Keys the usernames' tags in this process's log: a tag cannot be looked up in a dictionary of names or passwords. */
+const TAG_KEY = randomBytes(32);
+
+/** A username as a short keyed hash that tells the same name again within this process's log (`token` for an API token). */
 function userTag(username: string | undefined): string {
-  return username === undefined ? 'token' : createHash('sha256').update(username).digest('hex').slice(0, 12);
+  return username === undefined ? 'token' : createHmac('sha256', TAG_KEY).update(username).digest('hex').slice(0, 12);
 }
 
 function organizationOf(request: FastifyRequest): string | undefined {

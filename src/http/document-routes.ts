@@ -68,6 +68,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
   // Upload bodies share one budget: each is counted, once its sender is authenticated, from before
   // its body is read until its answer is sent (the body and its decoded bytes live that long).
   const bodies = new ByteBudget(options.uploadMemoryBytes);
+  const holds = new WeakMap<FastifyRequest, { release: () => void; working: boolean; closed: boolean }>();
   const reserveBody = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
     const declared = Number(request.headers['content-length']);
     const release = bodies.tryReserve(Number.isSafeInteger(declared) && declared >= 0 && declared <= bodyLimit ? declared : bodyLimit);
@@ -80,8 +81,29 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       );
       return;
     }
-    reply.raw.once('close', release);
+    // Given back once the answer is sent and the upload's work has ended, whichever comes last:
+    // a client that goes away does not free what the handler still holds.
+    holds.set(request, { release, working: false, closed: false });
+    reply.raw.once('close', () => {
+      const hold = holds.get(request);
+      if (hold === undefined) return;
+      hold.closed = true;
+      if (!hold.working) hold.release();
+    });
     done();
+  };
+  /** The handler's part of a hold: runs the upload, then gives the body's bytes back if the answer is gone already. */
+  const holding = async <T>(request: FastifyRequest, work: () => Promise<T>): Promise<T> => {
+    const hold = holds.get(request);
+    if (hold !== undefined) hold.working = true;
+    try {
+      return await work();
+    } finally {
+      if (hold !== undefined) {
+        hold.working = false;
+        if (hold.closed) hold.release();
+      }
+    }
   };
 
   app.post(
@@ -108,15 +130,17 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
     },
     async (request, reply) => {
       const { organizationId, signingRoomId } = request.params;
-      const result = await documents.upload({
-        orgId: organizationId,
-        roomId: signingRoomId,
-        username: request.username ?? '',
-        actor: { actor: request.username ?? '', requestId: request.id },
-        payload: decodedPayloads.get(request.body) ?? decodePayload(request.body.payload),
-        name: request.body.name,
-        idempotencyKey: request.headers['idempotency-key'],
-      });
+      const result = await holding(request, () =>
+        documents.upload({
+          orgId: organizationId,
+          roomId: signingRoomId,
+          username: request.username ?? '',
+          actor: { actor: request.username ?? '', requestId: request.id },
+          payload: decodedPayloads.get(request.body) ?? decodePayload(request.body.payload),
+          name: request.body.name,
+          idempotencyKey: request.headers['idempotency-key'],
+        }),
+      );
       if (result.placeholderReason !== undefined) {
         request.log.warn({ event: 'thumbnail.placeholder', documentId: result.id, reason: result.placeholderReason }, 'stored with the placeholder thumbnail');
       }

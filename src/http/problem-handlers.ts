@@ -173,7 +173,8 @@ function overlongRequestLine(packet: Buffer): string | undefined {
   if (end !== -1 && end < LONG_REQUEST_LINE) return undefined;
   const line = packet.subarray(0, end === -1 ? packet.length : end).toString('latin1');
   const match = /^[A-Z]+ (\S+)/.exec(line);
-  if (match === null) return undefined;
+  // Node keeps only the last chunk it read: a request line that arrived in several has lost its start.
+  if (match === null) return end === -1 ? 'whose request line did not end within the limit' : undefined;
   const url = match[1]!;
   return `${url.slice(0, 80).replace(/[^\x21-\x7e]/g, '?')}… (${end === -1 ? 'at least ' : ''}${url.length} characters)`;
 }

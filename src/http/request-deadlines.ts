@@ -38,6 +38,7 @@ export function installRequestDeadlines(app: FastifyInstance, timeouts: RequestT
   const sweep = setInterval(
     () => {
       const now = performance.now();
+      // An aborted request is dropped here too, at its deadline (answerSlowHandler then does nothing).
       for (const [request, { reply, deadline }] of running) {
         if (deadline > now) continue;
         running.delete(request);
@@ -53,10 +54,6 @@ export function installRequestDeadlines(app: FastifyInstance, timeouts: RequestT
     done();
   });
   app.addHook('onResponse', (request, _reply, done) => {
-    running.delete(request);
-    done();
-  });
-  app.addHook('onRequestAbort', (request, done) => {
     running.delete(request);
     done();
   });

@@ -23,6 +23,11 @@ export class BoundedConcurrency {
     return this.#running;
   }
 
+  /** Whether a task given now would be refused (every slot and the whole queue taken). */
+  get full(): boolean {
+    return this.#running >= this.#limit && this.#waiting.length >= this.#queueLimit;
+  }
+
   /** Runs `task` now or once a slot frees; undefined, without running it, when the queue is full. */
   run<T>(task: () => Promise<T>): Promise<T> | undefined {
     if (this.#running < this.#limit) {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { CapturedLog } from '../helpers/log.ts';
+import { clientKey } from '../../src/auth/failure-windows.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const lookup = (t: TestApp, authorization: string, remoteAddress: string, headers: Record<string, string> = {}) =>
@@ -119,5 +120,62 @@ describe('login abuse behind a proxy and with a full hash queue', () => {
     assert.equal((await lookup(t, basic('acme-admin', ACME_PASSWORD), '10.2.0.1')).statusCode, 200);
     await during;
     assert.ok(log.events('login.busy').length > 0);
+  });
+});
+
+describe('login limits and the people who logged in before', () => {
+  let t: TestApp;
+  before(async () => {
+    // No verified-password cache: only the remembered username and address pairs let anyone past a limit.
+    t = await startTestApp({
+      SIGNROOM_AUTH_CACHE_SECONDS: '0',
+      SIGNROOM_LOGIN_MAX_FAILURES: '2',
+      SIGNROOM_LOGIN_MAX_FAILURES_PER_ADDRESS: '5',
+      SIGNROOM_LOGIN_HASH_CONCURRENCY: '1',
+      SIGNROOM_LOGIN_HASH_QUEUE: '0',
+    });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it('lets a username that logged in from an address back in after strangers there filled its limit (one NAT)', async () => {
+    const office = '198.51.100.50';
+    assert.equal((await lookup(t, basic('root', 'root-password'), office)).statusCode, 200);
+    for (let i = 0; i < 5; i++) assert.equal((await lookup(t, basic(`stranger-${i}`, 'guess'), office)).statusCode, 401);
+    assert.equal((await lookup(t, basic('acme-admin', ACME_PASSWORD), office)).statusCode, 429, 'a username not seen from there is refused');
+    assert.equal((await lookup(t, basic('root', 'root-password'), office)).statusCode, 200, 'root logged in from there before');
+  });
+
+  it('refuses a username many addresses failed, except from where its owner logged in', async () => {
+    assert.equal((await lookup(t, basic('acme-admin', ACME_PASSWORD), '203.0.113.200')).statusCode, 200);
+    // Two failures from each of ten addresses: twenty, ten times the limit of one pair.
+    for (let i = 0; i < 10; i++) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        assert.equal((await lookup(t, basic('acme-admin', `guess-${attempt}`), `203.0.113.${i}`)).statusCode, 401);
+      }
+    }
+    const elsewhere = await lookup(t, basic('acme-admin', ACME_PASSWORD), '203.0.113.99');
+    assert.equal(elsewhere.statusCode, 429);
+    assert.match(elsewhere.json().detail, /for this username/);
+    assert.equal((await lookup(t, basic('acme-admin', ACME_PASSWORD), '203.0.113.200')).statusCode, 200, "from the owner's address");
+  });
+
+  it('answers busy alike for a username that exists and one that does not, while every hash slot is taken', async () => {
+    const slow = lookup(t, basic('root', 'wrong-password'), '192.0.2.10');
+    await new Promise((resolve) => setImmediate(resolve));
+    const [known, unknown] = await Promise.all([lookup(t, basic('root', 'another-wrong'), '192.0.2.11'), lookup(t, basic('nobody-here', 'x'), '192.0.2.12')]);
+    await slow;
+    assert.deepEqual([known.statusCode, unknown.statusCode], [503, 503]);
+  });
+});
+
+describe('clientKey', () => {
+  it('counts IPv4 addresses as they are and IPv6 addresses by their /64', () => {
+    assert.equal(clientKey('203.0.113.7'), '203.0.113.7');
+    assert.equal(clientKey('::ffff:203.0.113.7'), '203.0.113.7');
+    assert.equal(clientKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(clientKey('2001:db8:1:2:bbbb:cccc:dddd:eeee'), '2001:db8:1:2::/64');
+    assert.equal(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(clientKey('::1'), '0:0:0:0::/64');
   });
 });

@@ -7,7 +7,8 @@ import { once } from 'node:events';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
-import { makePdf } from '../helpers/pdf.ts';
+import { imageBomb, makePdf } from '../helpers/pdf.ts';
+import { uploadBodyLimit } from '../../src/domain/upload-body.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const UPLOAD = '/admin/api/v3/organizations/acme/rooms/board/documents';
@@ -67,5 +68,46 @@ describe('upload memory budget', () => {
       stored = await post(pdf);
     }
     assert.equal(stored?.status, 201);
+  });
+});
+
+describe('upload memory budget and clients that go away', () => {
+  let t: TestApp;
+  let port: number;
+  before(async () => {
+    // 67 MiB: one largest upload body (about 66.7 MiB for 25 MiB documents) and a little more.
+    t = await startTestApp({ SIGNROOM_UPLOAD_MEMORY_MB: '67' });
+    await t.importDirectory(DIRECTORY);
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (t.app.server.address() as AddressInfo).port;
+  });
+  after(async () => t.close());
+
+  it('keeps counting an upload whose client went away until its work has ended', async () => {
+    // 531 KB of body whose render takes seconds; the client sends it whole and leaves.
+    const body = JSON.stringify({ payload: imageBomb().toString('base64') });
+    const leaving = connect({ port, host: '127.0.0.1' });
+    await once(leaving, 'connect');
+    leaving.write(
+      `POST ${UPLOAD} HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    leaving.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The largest body alone fits the budget, but not beside the upload still being rendered.
+    const largest = uploadBodyLimit(t.config.maxDocumentBytes);
+    const socket = connect({ port, host: '127.0.0.1' });
+    await once(socket, 'connect');
+    socket.write(
+      `POST ${UPLOAD} HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${largest}\r\n\r\n{"payload":"`,
+    );
+    const answer = await new Promise<string>((resolve) => {
+      let data = '';
+      socket.on('data', (chunk) => (data += String(chunk)));
+      socket.on('close', () => resolve(data));
+      setTimeout(() => resolve(data), 1000);
+    });
+    socket.destroy();
+    assert.match(answer, /^HTTP\/1\.1 503 /);
   });
 });

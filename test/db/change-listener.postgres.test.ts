@@ -51,7 +51,7 @@ describe('PostgreSQL change notices', () => {
         `INSERT INTO rooms (org_id, id, name) VALUES ('org-$n', 'room', 'Room')`,
         `INSERT INTO credentials (username, password_hash, organizations, updated_at) VALUES ('user-$n', 'x', '"*"', 'now')`,
         `UPDATE credentials SET password_hash = 'y'`,
-        `INSERT INTO login_failures (username, failures, window_start) VALUES ('user-$n', 1, 0)`,
+        `INSERT INTO login_failures (username, client, failures, window_start) VALUES ('user-$n', '127.0.0.1', 1, 0)`,
         `DELETE FROM login_failures`,
         `DELETE FROM credentials`,
       ];

@@ -115,13 +115,14 @@ const moreTerms = ['dub', 'ros', 'jen', 'garc', 'smith', 'ben', 'example', 'xyz'
 );
 /** Measured once each, uncached: terms too short for the trigram index. */
 const shortTerms = [`${base}/large/signatories/lookup?size=20&searchQuery=ng`, `${base}/small/signatories/lookup?size=20&searchQuery=q`];
-/** Measured once each: hostile queries of 10,000 characters (one term, 5,000 terms, 5,000 `%` terms), a guard against pathological plans. */
+/** Measured once each: hostile queries (10,000 characters as one term and as 5,000 terms; 2,000 `%` terms), a guard against pathological plans. */
 const hostileTerms = [
   'a'.repeat(10_000),
   Array.from({ length: 5000 }, (_, i) => `t${i}`)
     .join(' ')
     .slice(0, 10_000),
-  '% '.repeat(5000),
+  // Percent-encoded three times over: 4,000 characters make a 12 KB URL, inside Node's 16 KiB limit for the request head (longer is 414).
+  '% '.repeat(2000),
 ].map((term) => `${base}/small/signatories/lookup?size=20&searchQuery=${encodeURIComponent(term)}`);
 
 const port = 18080;
@@ -177,7 +178,7 @@ try {
     started = performance.now();
     const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: BENCH_BASIC } });
     await response.text();
-    if (response.status !== 200) throw new Error(`a 10,000-character query: ${response.status}`);
+    if (response.status !== 200) throw new Error(`a long query: ${response.status}`);
     hostileSeen.push(performance.now() - started);
   }
   // Deep pages, uncached: how the time of one page grows with its offset (no query, large room, by email).
@@ -237,7 +238,7 @@ try {
       `meanwhile, first-seen "sch" and "ov" (answered by the database until the index is held): ${beforeIndex.map((ms) => ms.toFixed(1)).join(', ')} ms`,
   );
   console.log(
-    `first-seen (uncached count) lookups, ${firstSeen.length} of them: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms; 1–2 character terms: ${shortSeen.map((ms) => ms.toFixed(1)).join(', ')} ms; 10,000-character queries: ${hostileSeen.map((ms) => ms.toFixed(1)).join(', ')} ms\n`,
+    `first-seen (uncached count) lookups, ${firstSeen.length} of them: median ${sortedFirst[Math.floor(sortedFirst.length / 2)]!.toFixed(1)} ms, max ${sortedFirst.at(-1)!.toFixed(1)} ms; 1–2 character terms: ${shortSeen.map((ms) => ms.toFixed(1)).join(', ')} ms; hostile long queries: ${hostileSeen.map((ms) => ms.toFixed(1)).join(', ')} ms\n`,
   );
   const slowest = firstSeen
     .map((ms, i) => ({ ms, url: firstSeenUrls[i]!.slice(base.length) }))

@@ -14,7 +14,7 @@
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,7 @@ import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { sampleOrganization } from '../src/demo/sample-directory.ts';
 import { hostilePdfs, makePdf } from '../test/helpers/pdf.ts';
+import { corpusPdfs, percentile, postDocument, timePdftoppm } from './uploads.ts';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '15' }, seconds: { type: 'string', default: '8' }, dialect: { type: 'string', default: 'sqlite' } },
@@ -39,8 +40,7 @@ const database = await benchDatabase(values.dialect);
 const env = { ...process.env, ...database.env, SIGNROOM_DATA_DIR: dataDir, SIGNROOM_LOG_LEVEL: 'warn' };
 const AUTH = `Basic ${Buffer.from('bench:bench-password').toString('base64')}`;
 const exec = promisify(execFile);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const median = (xs: number[]) => percentile(xs, 50);
 
 writeFileSync(
   path.join(dataDir, 'directory.json'),
@@ -80,15 +80,9 @@ async function upload(bytes: Buffer): Promise<number> {
 }
 
 async function uploadDocument(bytes: Buffer): Promise<{ ms: number; location: string }> {
-  const started = performance.now();
-  const response = await fetch(documentsUrl, {
-    method: 'POST',
-    headers: { authorization: AUTH, 'content-type': 'application/json' },
-    body: JSON.stringify({ payload: bytes.toString('base64') }),
-  });
-  await response.text();
-  if (response.status !== 201) throw new Error(`upload answered ${response.status}`);
-  return { ms: performance.now() - started, location: `${base}${response.headers.get('location')}` };
+  const { status, ms, location } = await postDocument(documentsUrl, AUTH, bytes);
+  if (status !== 201) throw new Error(`upload answered ${status}`);
+  return { ms, location: `${base}${location}` };
 }
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -116,9 +110,9 @@ try {
     const poppler: number[] = [];
     const out = path.join(dataDir, 'poppler');
     for (let i = 0; i < runs; i++) {
-      const started = performance.now();
-      await exec('pdftoppm', ['-f', '1', '-l', '1', '-scale-to-x', '200', '-scale-to-y', '-1', '-png', file, out]);
-      poppler.push(performance.now() - started);
+      const { ms, ok } = await timePdftoppm(file, out);
+      if (!ok) throw new Error(`pdftoppm failed on ${name}`);
+      poppler.push(ms);
     }
     const { stdout } = await exec('pdfinfo', [file]).catch(() => ({ stdout: '' }));
     const pages = /Pages:\s+(\d+)/.exec(stdout)?.[1] ?? '?';
@@ -157,35 +151,20 @@ try {
   await Promise.all(uploaders);
 
   // 3. Every file of the corpus, one at a time: the time to its answer (201, or a 4xx with a reason). Goal: each within 5 s.
+  // (By family, against pdftoppm, and with fidelity: npm run bench:upload-families.)
   const answers: { name: string; status: number; ms: number }[] = [];
-  for (const name of readdirSync(corpus)
-    .filter((file) => file.toLowerCase().endsWith('.pdf'))
-    .sort()) {
-    const started = performance.now();
-    const response = await fetch(documentsUrl, {
-      method: 'POST',
-      headers: { authorization: AUTH, 'content-type': 'application/json' },
-      body: JSON.stringify({ payload: readFileSync(path.join(corpus, name)).toString('base64') }),
-    });
-    await response.text();
-    answers.push({ name, status: response.status, ms: performance.now() - started });
+  for (const name of corpusPdfs()) {
+    const { status, ms } = await postDocument(documentsUrl, AUTH, readFileSync(path.join(corpus, name)));
+    answers.push({ name, status, ms });
   }
   answers.sort((a, b) => b.ms - a.ms);
   // Hostile PDFs (test/helpers/pdf.ts) under the default budget: each answered, and within 5 s.
   const hostile: { name: string; status: number; ms: number; thumbnail: string }[] = [];
   for (const [name, bytes] of Object.entries(await hostilePdfs())) {
-    const started = performance.now();
-    const response = await fetch(documentsUrl, {
-      method: 'POST',
-      headers: { authorization: AUTH, 'content-type': 'application/json' },
-      body: JSON.stringify({ payload: bytes.toString('base64') }),
-    });
-    const ms = performance.now() - started;
-    const location = response.headers.get('location');
-    await response.text();
+    const { status, ms, location } = await postDocument(documentsUrl, AUTH, bytes);
     const thumbnail =
       location === null ? '—' : ((await (await fetch(`${base}${location}`, { headers: { authorization: AUTH } })).json()) as { thumbnail: string }).thumbnail;
-    hostile.push({ name, status: response.status, ms, thumbnail });
+    hostile.push({ name, status, ms, thumbnail });
   }
   const overFiveSeconds = answers.filter((answer) => answer.ms > 5_000);
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
-import { flateStream, hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
+import { contentStreamBomb, hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../helpers/poppler.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -213,13 +213,7 @@ describe('renders share a memory budget', () => {
 
   it('stops the render that takes renders together past the budget, stores its document with the placeholder, and renders the next', async () => {
     // A content stream that inflates to 1.2 GB (of spaces), which the renderer holds whole.
-    const pdf = rawPdf([
-      '<< /Type /Catalog /Pages 2 0 R >>',
-      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents [4 0 R 5 0 R] >>',
-      flateStream(Buffer.alloc(1 << 20, 0x20), 1200),
-      '<< /Length 27 >>\nstream\n0 0 0 rg 0 421 595 421 re f\nendstream',
-    ]);
+    const pdf = contentStreamBomb();
     const bomb = await upload(t, pdf);
     assert.equal(bomb.statusCode, 201, bomb.body);
     assert.equal((await metadataOf(t, bomb.json().id)).thumbnail, 'placeholder');

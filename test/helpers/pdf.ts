@@ -123,7 +123,7 @@ function streamObject(dictionary: string, content: string): string {
  * compressed on its own and ends on a full flush, so copies can follow one
  * another, and the Adler-32 of a repeated byte has a closed form.
  */
-export function flateStream(chunk: Buffer, times: number): string {
+function flateStream(chunk: Buffer, times: number): string {
   const byte = chunk[0]!;
   if (!chunk.every((b) => b === byte)) throw new Error('flateStream repeats a chunk of one byte value');
   const segment = deflateRawSync(chunk, { level: 9, finishFlush: constants.Z_FULL_FLUSH });
@@ -158,5 +158,20 @@ export function imageBomb(side = 10_000): Buffer {
       '<< /Length',
       `<< /Type /XObject /Subtype /Image /Width ${side} /Height ${side} /ColorSpace /DeviceGray /BitsPerComponent 8 /Length`,
     ),
+  ]);
+}
+
+/**
+ * 1.2 MB whose first content stream of page 1 inflates to 1.2 GB (of spaces), then a second one
+ * draws the top half black: the renderer holds the inflated stream whole, so a render passes
+ * hundreds of MiB within a fraction of a second; with memory to spare it would draw the page.
+ */
+export function contentStreamBomb(): Buffer {
+  return rawPdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents [4 0 R 5 0 R] >>',
+    flateStream(Buffer.alloc(1 << 20, 0x20), 1200),
+    '<< /Length 27 >>\nstream\n0 0 0 rg 0 421 595 421 re f\nendstream',
   ]);
 }

@@ -120,6 +120,9 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 /** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+  const maxDocumentBytes = integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824);
+  // The largest upload body: what the upload memory and the whole-request deadline are sized from.
+  const largestBody = uploadBodyLimit(maxDocumentBytes);
   const config: Config = {
     host: nonEmpty(env, 'HOST', '127.0.0.1'),
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -138,8 +141,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       memoryBytes: integer(env, 'SIGNROOM_SEARCH_MEMORY_MB', 192, 0, 1_048_576) * 1024 * 1024,
       minUsers: integer(env, 'SIGNROOM_SEARCH_MIN_USERS', 20_000, 0, 2_147_483_647),
     }),
-    maxDocumentBytes: integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824),
-    uploadMemoryBytes: uploadMemoryBytes(env),
+    maxDocumentBytes,
+    uploadMemoryBytes: uploadMemoryBytes(env, largestBody),
     thumbnailWidth: integer(env, 'SIGNROOM_THUMBNAIL_WIDTH', 200, 16, 2000),
     publicBaseUrl: publicBaseUrl(env),
     logLevel: oneOf(env, 'SIGNROOM_LOG_LEVEL', 'info', LOG_LEVELS),
@@ -152,7 +155,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     }),
     trustedProxies: trustedProxies(env),
     render: renderBudget(env),
-    timeouts: requestTimeouts(env),
+    timeouts: requestTimeouts(env, largestBody),
     metricsToken: metricsToken(env),
     slowRequestMs: integer(env, 'SIGNROOM_SLOW_REQUEST_MS', 1000, 1, 3_600_000),
   };
@@ -191,8 +194,7 @@ function machineMemory(): number {
   return constrained > 0 && constrained < totalmem() ? constrained : totalmem();
 }
 
-function uploadMemoryBytes(env: Env): number {
-  const largestBody = uploadBodyLimit(integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824));
+function uploadMemoryBytes(env: Env, largestBody: number): number {
   const fallback = Math.ceil(Math.max(2 * largestBody, machineMemory() / 16) / 1048576);
   const bytes = integer(env, 'SIGNROOM_UPLOAD_MEMORY_MB', fallback, 1, 1_048_576) * 1048576;
   if (bytes < largestBody) {
@@ -236,10 +238,9 @@ function trustedProxies(env: Env): readonly string[] {
   return Object.freeze(entries);
 }
 
-function requestTimeouts(env: Env): RequestTimeouts {
+function requestTimeouts(env: Env, largestBody: number): RequestTimeouts {
   const headersMs = integer(env, 'SIGNROOM_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
   const minBodyBytesPerSecond = integer(env, 'SIGNROOM_BODY_MIN_BYTES_PER_SECOND', 16_384, 1, 1_073_741_824);
-  const largestBody = uploadBodyLimit(integer(env, 'SIGNROOM_MAX_DOCUMENT_BYTES', 26_214_400, 1, 1_073_741_824));
   const requestMs = integer(env, 'SIGNROOM_REQUEST_TIMEOUT_MS', headersMs + Math.ceil(largestBody / minBodyBytesPerSecond) * 1000, 100, 2_147_483_647);
   if (requestMs < headersMs)
     throw new ConfigError('SIGNROOM_REQUEST_TIMEOUT_MS', `must be at least SIGNROOM_HEADERS_TIMEOUT_MS (${headersMs}), got ${requestMs}`);

@@ -75,7 +75,8 @@ export class Authenticator {
   readonly #hashes: BoundedConcurrency;
   /** How long a hash takes, kept up to date: an unknown username is answered after as long, without computing one. */
   #typicalHashMs: number | undefined;
-  readonly #firstHashMs: Promise<number>;
+  /** A hash timed when an unknown username first needs the figure, before any real hash has been timed. */
+  #firstHashMs: Promise<number> | undefined;
   /** Failures per client address, whatever the usernames. */
   readonly #addresses: FailureWindows;
   /** Failures per username, whatever the addresses: many addresses guessing one account. */
@@ -101,7 +102,6 @@ export class Authenticator {
     this.#hashes = new BoundedConcurrency(policy.hashConcurrency, policy.hashQueue);
     this.#addresses = new FailureWindows(policy.maxFailuresPerAddress, policy.lockSeconds * 1000, this.#now);
     this.#usernames = new FailureWindows(USERNAME_FAILURES_PER_PAIR * policy.maxFailures, policy.lockSeconds * 1000, this.#now);
-    this.#firstHashMs = measureHashMs();
   }
 
   /** Password hashes running and waiting now. */
@@ -226,7 +226,7 @@ export class Authenticator {
 
   /** Waits as long as a hash takes (waiting in the queue included), and fails: what an unknown username gets. */
   async #asLongAsAHash(): Promise<boolean> {
-    const hash = this.#typicalHashMs ?? (await this.#firstHashMs);
+    const hash = this.#typicalHashMs ?? (await (this.#firstHashMs ??= measureHashMs()));
     const ms = hash * (1 + this.#hashes.queued / this.#policy.hashConcurrency);
     await new Promise((resolve) => setTimeout(resolve, ms));
     return false;

@@ -109,10 +109,18 @@ const base = '/admin/api/v3/organizations/bench/rooms';
 const urls = lookupMix(base);
 const bigPage = [`${base}/small/signatories/lookup`];
 /** Measured once each, uncached, beside the URLs above: terms of 3 characters or more, from rare to in every user ("example"). */
-const moreTerms = ['dub', 'ros', 'jen', 'garc', 'smith', 'ben', 'example', 'xyz', 'sil jen'].map(
-  (term, index) =>
-    `${base}/${index % 2 === 0 ? 'small' : 'large'}/signatories/lookup?size=20&searchQuery=${encodeURIComponent(term)}&sortBy=${['lastname', 'firstname', 'email'][index % 3]}`,
-);
+const moreTerms = [
+  ...['dub', 'ros', 'jen', 'garc', 'smith', 'ben', 'example', 'xyz', 'sil jen'].map(
+    (term, index) =>
+      `${base}/${index % 2 === 0 ? 'small' : 'large'}/signatories/lookup?size=20&searchQuery=${encodeURIComponent(term)}&sortBy=${['lastname', 'firstname', 'email'][index % 3]}`,
+  ),
+  // Every purpose with a common term in the room of 100,000 members (issue 23: 255–661 ms once).
+  ...['SIGNATORY_INVITATION', 'SIGNING_REQUEST_SIGNATORY', 'PERMISSION_INVITATION'].flatMap((purpose, index) =>
+    ['ann', 'mar'].map(
+      (term) => `${base}/large/signatories/lookup?size=20&purpose=${purpose}&searchQuery=${term}&sortBy=${['lastname', 'firstname', 'email'][index % 3]}`,
+    ),
+  ),
+];
 /** Measured once each, uncached: terms too short for the trigram index. */
 const shortTerms = [`${base}/large/signatories/lookup?size=20&searchQuery=ng`, `${base}/small/signatories/lookup?size=20&searchQuery=q`];
 /** Measured once each: hostile queries (10,000 characters as one term and as 5,000 terms; 2,000 `%` terms), a guard against pathological plans. */

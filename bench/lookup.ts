@@ -2,26 +2,28 @@
  * Lookup benchmark: signroom against a bare node:http server replaying the same
  * response bytes, measured in the same run on the same machine.
  *
- *   npm run bench -- [--users 100000] [--seconds 10] [--connections 16] [--rounds 2] [--dialect sqlite|postgres]
+ *   npm run bench -- [--users 100000] [--seconds 10] [--connections 32] [--rounds 2] [--dialect sqlite|postgres]
  *
  * Generates an organization of N users (5% external, 15% pending) with rooms of
  * 5,000 and 100,000 members (at most N/20 and N/10), imports it with bin/signroom, serves it with
- * bin/signroom serve, and drives both servers with bench/load.ts.
+ * bin/signroom serve, and drives both servers with wrk (bench/wrk.ts), in turns.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { BENCH_BASIC, lookupMix, writeBenchDirectory } from './bench-directory.ts';
+import { deploymentMemory } from './process-memory.ts';
+import { wrkLoad, type LoadResult } from './wrk.ts';
 
 const { values } = parseArgs({
   options: {
     users: { type: 'string', default: '100000' },
     seconds: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '16' },
+    connections: { type: 'string', default: '32' },
     rounds: { type: 'string', default: '2' },
     dialect: { type: 'string', default: 'sqlite' },
   },
@@ -205,26 +207,26 @@ try {
   baseline = spawn(node, [path.join(root, 'bench/replay-server.ts'), responsesFile, String(baselinePort)], { stdio: 'ignore' });
   await waitFor(`http://127.0.0.1:${baselinePort}/`, baseline);
 
-  const load = async (port: number, list: string[]) => {
-    const urlsFile = path.join(dataDir, `urls-${port}-${list.length}.json`);
-    writeFileSync(urlsFile, JSON.stringify(list));
-    const out = await run(node, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${port}`, urlsFile, String(connections), String(seconds), BENCH_BASIC]);
-    return JSON.parse(out) as { requests: number; errors: number; rps: number; p50: number; p90: number; p99: number; max: number };
-  };
+  const load = (port: number, list: string[]) => wrkLoad(`http://127.0.0.1:${port}`, list, { seconds, connections, authorization: BENCH_BASIC });
+  /** The deployment's memory (the server and its child processes, proportional set size) sampled during the page-20 load. */
+  let memoryUnderLoad: { pssMiB: number; processes: number } | undefined;
 
   const rows: string[] = [];
   const roundLines: string[] = [];
-  const row = (name: string, r: Awaited<ReturnType<typeof load>>, ratio: string) =>
+  const row = (name: string, r: LoadResult, ratio: string) =>
     rows.push(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p90.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${ratio} |`);
   for (const [name, list] of [
     ['page of 20, mixed queries', urls],
     ['page of 2000, no query', bigPage],
   ] as const) {
     // In turns, so a slower spell of this shared machine falls on both servers alike.
-    const ourRounds: Awaited<ReturnType<typeof load>>[] = [];
-    const bareRounds: Awaited<ReturnType<typeof load>>[] = [];
+    const ourRounds: LoadResult[] = [];
+    const bareRounds: LoadResult[] = [];
     for (let round = 0; round < rounds; round++) {
+      const sampled = new Promise((resolve) => setTimeout(resolve, (seconds * 1000) / 2)).then(() => deploymentMemory(server.pid!));
       ourRounds.push(await load(port, list));
+      const memory = await sampled;
+      if (list === urls && (memoryUnderLoad === undefined || memory.pssMiB > memoryUnderLoad.pssMiB)) memoryUnderLoad = memory;
       bareRounds.push(await load(baselinePort, list));
     }
     const best = (results: typeof ourRounds) => results.reduce((a, b) => (b.rps > a.rps ? b : a));
@@ -237,10 +239,12 @@ try {
     row(`bare node:http replay: ${name}`, bare, '100%');
   }
 
-  const rssMiB = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   const sortedFirst = [...firstSeen].sort((a, b) => a - b);
   console.log(`\nLookup benchmark: ${users} users, ${connections} connections, ${seconds} s per run, Node ${process.version}`);
-  console.log(`database: ${values.dialect}; import of the directory file: ${importSeconds.toFixed(1)} s; server RSS after the load: ${rssMiB.toFixed(0)} MiB`);
+  console.log(
+    `database: ${values.dialect}; import of the directory file: ${importSeconds.toFixed(1)} s; ` +
+      `deployment memory under the page-20 load (proportional set size, the server and its ${memoryUnderLoad!.processes - 1} child processes): ${memoryUnderLoad!.pssMiB.toFixed(0)} MiB`,
+  );
   console.log(
     `in-memory search index: ${indexSeconds === undefined ? 'none (organization below SIGNROOM_SEARCH_MIN_USERS)' : `held ${indexSeconds.toFixed(1)} s after the server listened`}; ` +
       `meanwhile, first-seen "sch" and "ov" (answered by the database until the index is held): ${beforeIndex.map((ms) => ms.toFixed(1)).join(', ')} ms`,

@@ -11,7 +11,7 @@
  *   users/s), while the page-20 lookup mix runs on A: its p99 (goal ≤ 25 ms), and alone before.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
+import { wrkLoad, type LoadResult } from './wrk.ts';
 
 const { values } = parseArgs({
   options: {
@@ -77,11 +78,8 @@ async function timed(port: number, method: string, route: string, body: unknown,
 
 const base = '/admin/api/v3/organizations/bench/rooms';
 const lookupUrls = lookupMix(base);
-const urlsFile = path.join(dataDir, 'urls.json');
-writeFileSync(urlsFile, JSON.stringify(lookupUrls));
-async function lookupLoad(forSeconds: number): Promise<{ rps: number; p99: number; errors: number }> {
-  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(forSeconds), BENCH_BASIC]);
-  return JSON.parse(out) as { rps: number; p99: number; errors: number };
+async function lookupLoad(forSeconds: number): Promise<LoadResult> {
+  return wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: forSeconds, authorization: BENCH_BASIC });
 }
 
 try {

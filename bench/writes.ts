@@ -8,13 +8,13 @@
  * takes lookups, B takes writes), and reports:
  * - single writes alone (create, rename, add a member, suspend), one client: latency; then eight
  *   clients: writes per second;
- * - the page-20 lookup mix on A (bench/load.ts, 16 connections), alone and while `--rate` writes
+ * - the page-20 lookup mix on A (wrk, 32 connections), alone and while `--rate` writes
  *   per second go to B: the ratio of the two throughputs, and p99;
  * - a lookup on A started as soon as a write to B has answered, finding what it wrote (read your
  *   writes across processes): its latency.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
+import { wrkLoad, type LoadResult } from './wrk.ts';
 
 const { values } = parseArgs({
   options: {
@@ -112,14 +113,11 @@ async function writeLoad(port: number, prefix: string, clients: number, forSecon
   return { latencies, perSecond: latencies.length / ((performance.now() - began) / 1000) };
 }
 
-/** The page-20 lookup mix of bench/lookup.ts on A, as bench/load.ts measures it. */
+/** The page-20 lookup mix of bench/lookup.ts on A, driven by wrk (bench/wrk.ts). */
 const base = `${API}/rooms`;
 const lookupUrls = lookupMix(base);
-const urlsFile = path.join(dataDir, 'urls.json');
-writeFileSync(urlsFile, JSON.stringify(lookupUrls));
-async function lookupLoad(): Promise<{ rps: number; p99: number; errors: number }> {
-  const out = await run(process.execPath, [path.join(root, 'bench/load.ts'), `http://127.0.0.1:${portA}`, urlsFile, '16', String(seconds), BENCH_BASIC]);
-  return JSON.parse(out) as { rps: number; p99: number; errors: number };
+async function lookupLoad(): Promise<LoadResult> {
+  return wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: seconds, authorization: BENCH_BASIC });
 }
 
 /** Writes at `perSecond` to B until `stop` resolves, paced; their latencies. */

@@ -61,7 +61,7 @@ export interface SqliteMemory {
 
 /** How thumbnails are rendered: worker processes and what one render may spend. */
 export interface RenderBudget {
-  /** Worker processes kept for renders; as many renders run at once, at least. */
+  /** Processes started for waiting renders (more only beside slow renders); each stops after `idleMs` without a job. */
   readonly workers: number;
   /** At most this many processes in all: slow renders get processes of their own beyond `workers`. */
   readonly maxWorkers: number;
@@ -74,6 +74,8 @@ export interface RenderBudget {
   readonly totalMemoryBytes: number;
   /** Renders one uploader may have running at once, so that one uploader's slow documents leave processes for others. */
   readonly perOwner: number;
+  /** A render process with no job for this long stops; the next render starts one (none run before the first upload). */
+  readonly idleMs: number;
 }
 
 /** How long each phase of a request may take, so that a slow or stalled client cannot hold a connection and its memory. */
@@ -185,6 +187,8 @@ function renderBudget(env: Env): RenderBudget {
       1024 *
       1024,
     perOwner: integer(env, 'SIGNROOM_RENDER_PER_UPLOADER', Math.max(1, maxWorkers - 1), 1, 256),
+    // A minute keeps a process warm through one person's run of uploads; at rest none is held (see docs/decisions.md).
+    idleMs: integer(env, 'SIGNROOM_RENDER_IDLE_SECONDS', 60, 0, 86_400) * 1000,
   });
 }
 

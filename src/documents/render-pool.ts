@@ -64,6 +64,10 @@ class Worker {
   residentBytes = 0;
   /** Its resident memory once warm, before any render: what a render adds is counted above it. */
   baselineBytes = 0;
+  /** Set once it was killed over a render (budget, crash, recycling): another starts in its place when it has exited. */
+  replace = false;
+  /** Running while it is warm and has no job: when it fires, the process stops. */
+  idleTimer: NodeJS.Timeout | undefined;
 
   constructor(onMessage: (worker: Worker, message: WorkerMessage) => void, onExit: (worker: Worker) => void) {
     this.child = fork(WORKER, [], {
@@ -92,13 +96,16 @@ class Worker {
  * replaced, and the render ends as a placeholder when the document had
  * opened, or as unreadable when it never did.
  *
- * The pool keeps `workers` processes. A render past SLOW_RENDER_MS no longer
+ * Processes start when renders wait for one, up to `workers` (none run before
+ * the first upload), and each stops once it has had no job for `idleMs`, so a
+ * server at rest holds no render process. A render past SLOW_RENDER_MS no longer
  * counts: while other renders wait, another process starts in its place (up to
  * `maxWorkers` in all), and once none wait, idle processes beyond `workers`
- * stop. So a slow or hostile document delays its own upload, not the others';
- * only when `maxWorkers` slow renders run at once do new uploads wait. A job
- * goes only to a process that has warmed up, so starting one is never charged
- * to a render's budget.
+ * stop at once. So a slow or hostile document delays its own upload, not the
+ * others'; only when `maxWorkers` slow renders run at once do new uploads wait.
+ * A job goes only to a process that has warmed up, so starting one is never
+ * charged to a render's budget (the upload that waits for it pays it in time:
+ * docs/decisions.md, "Render processes start when needed").
  */
 export class RenderPool {
   readonly #budget: RenderBudget;
@@ -111,16 +118,37 @@ export class RenderPool {
   readonly outcomes: Record<RenderOutcome['kind'], number> = { thumbnail: 0, placeholder: 0, encrypted: 0, unreadable: 0 };
   /** Render processes killed before they answered, by reason, since the start (for /metrics). */
   readonly killed: Record<KillReason, number> = { deadline: 0, time: 0, memory: 0, crashed: 0 };
+  /** Render processes started since the start (for /metrics): each start is a warm-up some upload may wait for. */
+  started = 0;
 
   constructor(budget: RenderBudget, options: { onEvent?: (event: RenderEvent) => void } = {}) {
     this.#budget = budget;
     this.#onEvent = options.onEvent ?? (() => undefined);
-    for (let i = 0; i < budget.workers; i++) this.#spawn();
   }
 
-  /** Whether a worker process is up to take renders. */
+  /** Whether the pool takes renders: it starts processes when they are needed, so none running is ready. */
   get ready(): boolean {
-    return !this.#closed && [...this.#workers].some((worker) => !worker.retired && worker.child.connected);
+    return !this.#closed;
+  }
+
+  /** Renders waiting for a process (for /metrics): for one to warm up, or behind others' renders. */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Render processes now, by state (for /metrics): `starting` (warming up), `idle`, `busy` (rendering,
+   * or its memory checked after a render), `stopping` (killed or stopped, not yet exited).
+   */
+  get processes(): Record<'starting' | 'idle' | 'busy' | 'stopping', number> {
+    const counts = { starting: 0, idle: 0, busy: 0, stopping: 0 };
+    for (const worker of this.#workers) {
+      if (worker.retired) counts.stopping++;
+      else if (!worker.warm) counts.starting++;
+      else if (worker.running !== undefined || worker.checking) counts.busy++;
+      else counts.idle++;
+    }
+    return counts;
   }
 
   /** Renders page 1 of the document in `file` at the given width, for `owner` (who uploads it). */
@@ -155,13 +183,20 @@ export class RenderPool {
     return chosen === -1 ? undefined : this.#queue.splice(chosen, 1)[0];
   }
 
+  /** Stops every process, those still warming up included, and ends the renders waiting; resolves once all have exited. */
   async close(): Promise<void> {
     this.#closed = true;
     for (const pending of this.#queue.splice(0)) pending.resolve({ kind: 'unreadable', detail: 'the server is shutting down' });
     const exits = [...this.#workers].map(
-      (worker) => new Promise<void>((resolve) => (worker.child.exitCode !== null ? resolve() : worker.child.once('exit', () => resolve()))),
+      (worker) =>
+        new Promise<void>((resolve) =>
+          worker.child.exitCode !== null || worker.child.signalCode !== null ? resolve() : worker.child.once('exit', () => resolve()),
+        ),
     );
-    for (const worker of this.#workers) worker.child.kill('SIGKILL');
+    for (const worker of this.#workers) {
+      clearTimeout(worker.idleTimer);
+      worker.child.kill('SIGKILL');
+    }
     await Promise.all(exits);
   }
 
@@ -171,6 +206,26 @@ export class RenderPool {
       (w) => this.#onExit(w),
     );
     this.#workers.add(worker);
+    this.started += 1;
+  }
+
+  /**
+   * Retires a worker: it takes no more jobs and is killed (SIGKILL, for one over its budget or
+   * recycled), or asked to stop (SIGTERM, for one idle: it has nothing to finish, and without a
+   * handler of its own it ends at once). It leaves the pool when it has exited.
+   */
+  #retire(worker: Worker, signal: 'SIGKILL' | 'SIGTERM'): void {
+    worker.retired = true;
+    clearTimeout(worker.idleTimer);
+    worker.idleTimer = undefined;
+    worker.child.kill(signal);
+  }
+
+  /** The worker has had no job for `idleMs`: it stops, unless it got one meanwhile. */
+  #onIdle(worker: Worker): void {
+    worker.idleTimer = undefined;
+    if (this.#closed || worker.retired || worker.running !== undefined || worker.checking) return;
+    this.#retire(worker, 'SIGTERM');
   }
 
   #dispatch(): void {
@@ -179,6 +234,8 @@ export class RenderPool {
       if (!worker.warm || worker.running !== undefined || worker.retired || worker.checking || !worker.child.connected) continue;
       const pending = this.#next();
       if (pending === undefined) break;
+      clearTimeout(worker.idleTimer);
+      worker.idleTimer = undefined;
       const running: Running = {
         ...pending,
         pageCount: undefined,
@@ -203,25 +260,48 @@ export class RenderPool {
   }
 
   /**
-   * Keeps `workers` processes, and more while renders wait and fewer than
-   * `workers` processes are free of slow renders (never beyond `maxWorkers`);
-   * when none wait, stops idle processes beyond `workers`.
+   * Starts processes for renders that could run now but have none free to go to: while fewer than
+   * `workers` processes are free of slow renders, or an uploader with nothing running waits behind
+   * others' renders (never beyond `maxWorkers` in all). When none wait, stops idle processes beyond
+   * `workers` at once, and times the others' idleness.
    */
   #resize(): void {
     if (this.#closed) return;
-    const live = () => [...this.#workers].filter((worker) => !worker.retired).length;
-    while (live() < this.#budget.workers || (this.#queue.length > 0 && (this.#capacity() < this.#budget.workers || this.#uploaderWaitsAlone()))) {
-      if (this.#workers.size >= this.#budget.maxWorkers) break;
+    while (
+      this.#workers.size < this.#budget.maxWorkers &&
+      this.#runnable() > this.#free() &&
+      (this.#capacity() < this.#budget.workers || this.#uploaderWaitsAlone())
+    ) {
       this.#spawn();
     }
     if (this.#queue.length > 0) return;
     for (const worker of this.#workers) {
-      if (this.#capacity() <= this.#budget.workers) return;
-      if (worker.warm && worker.running === undefined && !worker.retired && !worker.checking) {
-        worker.retired = true;
-        worker.child.kill('SIGKILL');
-      }
+      if (!worker.warm || worker.running !== undefined || worker.retired || worker.checking) continue;
+      if (this.#capacity() > this.#budget.workers) this.#retire(worker, 'SIGKILL');
+      // Unref'd: an idle process's timer must not keep a command that is done (bin/signroom upload) alive.
+      else worker.idleTimer ??= setTimeout(() => this.#onIdle(worker), this.#budget.idleMs).unref();
     }
+  }
+
+  /** Waiting renders that could start now: each uploader's, up to its free share of `perOwner`. */
+  #runnable(): number {
+    const running = new Map<string, number>();
+    for (const worker of this.#workers) {
+      const owner = worker.running?.owner;
+      if (owner !== undefined) running.set(owner, (running.get(owner) ?? 0) + 1);
+    }
+    const waiting = new Map<string, number>();
+    for (const pending of this.#queue) waiting.set(pending.owner, (waiting.get(pending.owner) ?? 0) + 1);
+    let count = 0;
+    for (const [owner, queued] of waiting) count += Math.max(0, Math.min(queued, this.#budget.perOwner - (running.get(owner) ?? 0)));
+    return count;
+  }
+
+  /** Processes that will take a waiting render without another starting: live, with no render, warm or warming up. */
+  #free(): number {
+    let count = 0;
+    for (const worker of this.#workers) if (!worker.retired && worker.running === undefined) count++;
+    return count;
   }
 
   #onMessage(worker: Worker, message: WorkerMessage): void {
@@ -305,6 +385,7 @@ export class RenderPool {
     const running = worker.running;
     if (running === undefined) return;
     worker.retired = true;
+    worker.replace = true;
     this.killed[reason] += 1;
     this.#onEvent({ event: 'render.killed', reason, detail, pageOpened: running.pageCount !== undefined });
     this.#finish(
@@ -358,15 +439,20 @@ export class RenderPool {
   async #recycleIfLarge(worker: Worker): Promise<void> {
     const residentBytes = await residentMemory(worker);
     if (residentBytes !== undefined && residentBytes > this.#budget.memoryBytes / 2 && !worker.retired) {
-      worker.retired = true;
-      worker.child.kill('SIGKILL');
+      worker.replace = true;
+      this.#retire(worker, 'SIGKILL');
     }
   }
 
   #onExit(worker: Worker): void {
     this.#workers.delete(worker);
+    clearTimeout(worker.idleTimer);
     if (worker.running !== undefined) this.#abort(worker, 'the renderer stopped unexpectedly', 'crashed');
-    if (!this.#closed) this.#dispatch();
+    if (this.#closed) return;
+    // Killed over a render, so uploads are coming: its replacement warms up now rather than in the next
+    // upload's time (it stops like any other once idle).
+    if (worker.replace && this.#capacity() < this.#budget.workers && this.#workers.size < this.#budget.maxWorkers) this.#spawn();
+    this.#dispatch();
   }
 }
 

@@ -108,6 +108,32 @@ function registerServiceMetrics(registry: Registry, { authenticator, renderer, s
       for (const [reason, count] of Object.entries(renderer.killed)) this.inc({ reason }, count);
     },
   });
+  new Gauge({
+    name: 'signroom_render_processes',
+    help: 'Render processes now, by state (starting: warming up; stopping: not yet exited); none until an upload needs one, and none once idle',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      for (const [state, count] of Object.entries(renderer.processes)) this.set({ state }, count);
+    },
+  });
+  new Gauge({
+    name: 'signroom_renders_waiting',
+    help: 'Renders waiting for a render process: for one to start and warm up, or behind other renders',
+    registers: [registry],
+    collect() {
+      this.set(renderer.waiting);
+    },
+  });
+  new Counter({
+    name: 'signroom_render_processes_started_total',
+    help: 'Render processes started: each warms up before it renders, while an upload may wait for it',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(renderer.started);
+    },
+  });
   new Counter({
     name: 'signroom_login_hashes_total',
     help: 'Password hashes computed (unknown usernames compute none)',

@@ -233,8 +233,9 @@ describe('render time limit', () => {
   after(async () => t.close());
 
   it('counts the CPU time a render uses, not the time it waits for the CPU', async () => {
-    // Ready, then frozen: as a render starved by other work would be. Its wall time passes, its CPU time does not.
-    assert.equal((await t.app.inject({ url: '/readyz' })).statusCode, 200);
+    // Warm (a first upload starts the process), then frozen: as a render starved by other work would be.
+    // Its wall time passes, its CPU time does not.
+    assert.equal((await upload(t, topHalfBlackPdf())).statusCode, 201);
     const workers = renderWorkers();
     assert.equal(workers.length, 1);
     for (const pid of workers) process.kill(pid, 'SIGSTOP');

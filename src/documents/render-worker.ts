@@ -10,6 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { PDFiumLibrary } from '@hyzyla/pdfium';
 import sharp from 'sharp';
 import { getDocument, PasswordException } from 'pdfjs-dist/legacy/build/pdf.mjs';
@@ -33,42 +34,60 @@ sharp.concurrency(1);
 
 const pdfium = PDFiumLibrary.init();
 
-/** A one-page PDF with text, drawn once at start so the first real upload does not pay for compiling the renderer. */
+/**
+ * A one-page PDF drawn at start through the same code as an upload (font inspection, PDFium with form
+ * fields, the same sharp steps), so that a process's first upload does not pay for compiling that code:
+ * V8 compiles PDFium's WebAssembly one function at a time, on its first call, and a real page calls
+ * more of them than a line of text does (decompression, an image, a clip, two fonts, a form field). It
+ * costs no more than the line of text did, and takes about 55 ms of CPU off a first real PDF
+ * (docs/decisions.md, "Render processes start when needed"). Not warmed: pdf.js (few files go to it
+ * first, and warming it costs every start about 350 ms of CPU) and embedded TrueType fonts (100–200 ms
+ * more per start for about 50 ms).
+ */
 function warmUpDocument(): Buffer {
+  const content = deflateSync(
+    'q 0.9 0.9 0.9 rg 0 760 595 82 re f Q q 72 72 451 200 re W n 0.2 0.4 0.8 rg 36 36 523 300 re f Q ' +
+      'BT /F1 24 Tf 72 700 Td (signroom) Tj /F2 12 Tf 0 -30 Td (warm-up) Tj ET q 100 0 0 100 300 500 cm /Im1 Do Q',
+  );
+  const pixels = deflateSync(Buffer.alloc(16 * 16 * 3, 0x7f));
+  const stream = (dictionary: string, bytes: Buffer) =>
+    Buffer.concat([
+      Buffer.from(`<< ${dictionary} /Length ${bytes.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'),
+      bytes,
+      Buffer.from('\nendstream', 'latin1'),
+    ]);
   const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [8 0 R] /DA (/F1 0 Tf 0 g) /DR << /Font << /F1 4 0 R >> >> /NeedAppearances true >> >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 4 0 R /F2 5 0 R >> /XObject << /Im1 7 0 R >> >> /Contents 6 0 R /Annots [8 0 R] >>',
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
-    '<< /Length 44 >>\nstream\nBT /F1 24 Tf 72 700 Td (signroom) Tj ET 0 0 1 rg\nendstream',
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman >>',
+    stream('', content),
+    stream('/Type /XObject /Subtype /Image /Width 16 /Height 16 /ColorSpace /DeviceRGB /BitsPerComponent 8', pixels),
+    '<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /V (signroom) /Rect [72 600 300 630] /DA (/F1 12 Tf 0 g) /F 4 /P 3 0 R >>',
   ];
-  let text = '%PDF-1.7\n';
+  const parts = [Buffer.from('%PDF-1.7\n', 'latin1')];
+  let length = parts[0]!.length;
   const offsets = objects.map((body, index) => {
-    const offset = text.length;
-    text += `${index + 1} 0 obj\n${body}\nendobj\n`;
-    return offset;
+    const part = Buffer.concat([Buffer.from(`${index + 1} 0 obj\n`, 'latin1'), Buffer.from(body as never, 'latin1'), Buffer.from('\nendobj\n', 'latin1')]);
+    parts.push(part);
+    length += part.length;
+    return length - part.length;
   });
-  const xref = text.length;
-  text += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
-  text += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(text, 'latin1');
+  const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  parts.push(Buffer.from(`${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`, 'latin1'));
+  return Buffer.concat(parts);
 }
 
+/** Set while the warm-up draws: its messages are not the pool's to read. */
+let warmingUp = true;
+
 async function warmUp(): Promise<void> {
-  const library = await pdfium;
-  const document = await library.loadDocument(warmUpDocument());
-  try {
-    const rendered = await document.getPage(0).render({ scale: 200 / 595, render: 'bitmap' as never, colorSpace: 'BGRA' });
-    await sharp(Buffer.from(rendered.data), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
-      .png()
-      .toBuffer();
-  } finally {
-    document.destroy();
-  }
+  await renderPdf({ id: 0, mediaType: 'application/pdf', file: '', width: 200 }, warmUpDocument());
 }
 
 function send(message: WorkerMessage): void {
-  process.send?.(message);
+  if (!warmingUp) process.send?.(message);
 }
 
 /**
@@ -245,4 +264,7 @@ process.on('disconnect', () => process.exit(0));
 // The pool sends jobs only after this (a warm-up that fails still leaves the renderers usable).
 void warmUp()
   .catch(() => undefined)
-  .finally(() => process.send?.({ stage: 'ready' } satisfies WorkerMessage));
+  .finally(() => {
+    warmingUp = false;
+    send({ stage: 'ready' });
+  });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 // @ts-expect-error: the parser ships no types; it takes text and returns metric families.
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import { loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { RenderPool } from '../../src/documents/render-pool.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { inspectPng } from '../helpers/images.ts';
@@ -190,6 +190,20 @@ describe('closing the render pool while a process starts', () => {
     } finally {
       await pool.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SIGNROOM_RENDER_IDLE_SECONDS', () => {
+  it('defaults to a minute, takes 0 to a day, and refuses anything else naming the variable', () => {
+    assert.equal(loadConfig({}).render.idleMs, 60_000);
+    assert.equal(loadConfig({ SIGNROOM_RENDER_IDLE_SECONDS: '0' }).render.idleMs, 0);
+    assert.equal(loadConfig({ SIGNROOM_RENDER_IDLE_SECONDS: '86400' }).render.idleMs, 86_400_000);
+    for (const value of ['soon', '-1', '1.5', '86401']) {
+      assert.throws(
+        () => loadConfig({ SIGNROOM_RENDER_IDLE_SECONDS: value }),
+        (error: unknown) => error instanceof ConfigError && error.variable === 'SIGNROOM_RENDER_IDLE_SECONDS',
+      );
     }
   });
 });

@@ -15,6 +15,7 @@ import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watc
 import { compileTextParameters } from './http/query-validator.ts';
 import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
 import { installMetrics } from './http/metrics.ts';
+import { RequestLog, standardOutputLog } from './http/request-log.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { documentRoutes } from './http/document-routes.ts';
@@ -51,10 +52,8 @@ export interface AppOptions {
  */
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      ...(options.logStream !== undefined ? { stream: options.logStream } : {}),
-    },
+    logger: { level: config.logLevel, stream: options.logStream ?? standardOutputLog() },
+    logController: new RequestLog(),
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { LoginPolicy } from '../config.ts';
 import type { Database } from '../db/tables.ts';
@@ -68,8 +68,12 @@ export class Authenticator {
   readonly #throttle: LoginThrottle;
   readonly #verified = new LruCache<string, VerifiedEntry>(VERIFIED_CACHE_ENTRIES);
   readonly #inFlight = new Map<string, Promise<boolean>>();
-  // A key object made once: handing createHmac raw bytes would build one on every request.
-  readonly #cacheSecret = createSecretKey(randomBytes(32));
+  /**
+   * Prefixed to what the verified credentials' cache is keyed by, so its keys (hashes) cannot be
+   * looked up in a dictionary of passwords. One SHA-256 call over the joined string: an HMAC object
+   * per request cost three times as much, on every authenticated request.
+   */
+  readonly #cacheSalt = randomBytes(32).toString('base64');
   #failuresSincePurge = 0;
   /** Password hashes run here, a few at a time: a flood of logins waits or is refused, it does not take every core. */
   readonly #hashes: BoundedConcurrency;
@@ -126,7 +130,7 @@ export class Authenticator {
       return { kind: 'rejected', delayMs: 0, username };
     }
     const client = clientKey(address);
-    const cacheKey = createHmac('sha256', this.#cacheSecret).update(username).update('\0').update(password).digest('base64');
+    const cacheKey = hash('sha256', `${this.#cacheSalt}\0${username}\0${password}`, 'base64');
     const cached = this.#verified.get(cacheKey);
     const recentlyVerified = cached !== undefined && cached.expiresAt > this.#now();
     // An address that failed too often, or a username that many addresses failed, is refused

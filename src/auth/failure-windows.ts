@@ -54,6 +54,7 @@ export class FailureWindows {
  * IPv6 address by its /64 network, which one client usually holds whole.
  */
 export function clientKey(address: string): string {
+  if (!address.includes(':')) return address; // IPv4, the common case: no pattern to run
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped !== null) return mapped[1]!;
   if (!isIPv6(address)) return address;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Static } from 'typebox';
 import type { LookupQuery, Signatory as SignatorySchema } from '../schemas/signatory-lookup.ts';
 import type { Kysely, Transaction } from 'kysely';
@@ -312,17 +312,18 @@ function lookupKeys(
     terms: searchTerms(request.searchQuery),
     hasNonCandidates: scope.hasNonCandidates,
   };
-  return {
-    criteria,
-    directoryVersion: scope.directoryVersion,
-    page: cacheKey([scope.directoryVersion, criteria, sort, pageRequest]),
-    query: cacheKey([criteria, sort, pageRequest]),
-  };
+  const query = cacheKey([criteria, sort, pageRequest]);
+  return { criteria, directoryVersion: scope.directoryVersion, page: `${scope.directoryVersion}:${query}`, query };
 }
 
-/** Hashed, so a 10,000-character query costs a cache no more than a short one. */
+/**
+ * The parts as JSON, or its SHA-256 when that is long: a 10,000-character query costs a cache no
+ * more than a short one, and the usual key (about 200 characters) costs no hash on the hot path
+ * of cached answers (docs/benchmarks.md, "The lookup's hot path").
+ */
 function cacheKey(parts: unknown[]): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64');
+  const json = JSON.stringify(parts);
+  return json.length <= 256 ? json : hash('sha256', json, 'base64');
 }
 
 function toSignatory(row: SignatoryRow): Signatory {

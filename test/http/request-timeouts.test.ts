@@ -4,14 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { CapturedLog } from '../helpers/log.ts';
-import { hostilePdfs } from '../helpers/pdf.ts';
+import { hostilePdfs, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 setFlagsFromString('--expose-gc');
@@ -91,6 +93,9 @@ describe('request deadlines', () => {
       log.stream,
     );
     await t.importDirectory(DIRECTORY);
+    // A render process already warm, as after a first upload: the 300 ms limit is for a slow render, not a process's start.
+    writeFileSync(path.join(t.dataDir, 'warm-up.pdf'), topHalfBlackPdf());
+    assert.equal((await t.app.renderer.render('application/pdf', path.join(t.dataDir, 'warm-up.pdf'), 200)).kind, 'thumbnail');
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     port = (t.app.server.address() as AddressInfo).port;
   });

@@ -221,10 +221,13 @@ export class RenderPool {
     worker.child.kill(signal);
   }
 
-  /** The worker has had no job for `idleMs`: it stops, unless it got one meanwhile. */
+  /**
+   * The worker has had no job for `idleMs`: it stops, unless it got one meanwhile or renders wait
+   * (for their uploaders' other renders to end); #resize times it again once none wait.
+   */
   #onIdle(worker: Worker): void {
     worker.idleTimer = undefined;
-    if (this.#closed || worker.retired || worker.running !== undefined || worker.checking) return;
+    if (this.#closed || worker.retired || worker.running !== undefined || worker.checking || this.#queue.length > 0) return;
     this.#retire(worker, 'SIGTERM');
   }
 

@@ -170,6 +170,23 @@ describe('an upload waits for a stopping process when it holds the only place', 
   });
 });
 
+describe('render processes started only for renders that can run', () => {
+  let t: TestApp;
+
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_RENDER_PER_UPLOADER: '1' });
+    await t.importDirectory(DIRECTORY);
+  });
+  after(async () => t.close());
+
+  it("starts none for an uploader's render that waits for its other one to end", async () => {
+    const uploads = [upload(t, topHalfBlackPdf()), upload(t, topHalfBlackPdf())];
+    for (const response of await Promise.all(uploads)) await assertThumbnail(response);
+    assert.equal(t.app.renderer.started, 1, 'one process drew both, one after the other');
+    assert.equal(renderWorkers().length, 1);
+  });
+});
+
 describe('closing the render pool while a process starts', () => {
   it('stops the starting process and ends the waiting render', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'signroom-render-'));

@@ -19,13 +19,20 @@ const END_OF_KEY = 0;
  */
 const DENSE = 4;
 
-/** Up to this many matches, a page may be found by sorting them rather than by walking the order. */
-const SORT_UP_TO = 50_000;
 /**
- * Steps of walking an order that cost about one comparison of a sort (a step is a few array reads),
- * so that a rare term's few matches are sorted, not walked to through the whole order.
+ * Below one member in this many users, a filter on a room's members checks each member's key
+ * rather than scan from one member's key to the next: a look at a key in code costs about what
+ * the native scan of this many keys does.
  */
-const WALK_STEPS_PER_COMPARISON = 4;
+const FEW_MEMBERS = 32;
+
+/**
+ * Up to this many matches, a page may be found by sorting them rather than by walking the order.
+ * A step of the walk (a few array reads) costs about what a step of the sort (a typed array's,
+ * n log n steps) does, so the fewer is taken; a walk that runs past the sort's steps (matches
+ * bunched far from where it starts: a term in the field sorted by) stops, and they are sorted.
+ */
+const SORT_UP_TO = 50_000;
 
 /** Bits of a user's kind. */
 const EXTERNAL = 1;
@@ -63,6 +70,7 @@ export interface ChangedUser extends IndexedUser {
 /** The room's members among the indexed users, one bit each. */
 export class RoomMembers {
   readonly #bits: Uint8Array;
+  #size: number | undefined;
 
   constructor(bits: Uint8Array) {
     this.#bits = bits;
@@ -74,6 +82,29 @@ export class RoomMembers {
 
   get bytes(): number {
     return this.#bits.byteLength;
+  }
+
+  /** How many members (counted once: the bits never change). */
+  get size(): number {
+    if (this.#size === undefined) {
+      let size = 0;
+      for (let user = this.next(0); user >= 0; user = this.next(user + 1)) size += 1;
+      this.#size = size;
+    }
+    return this.#size;
+  }
+
+  /** The first member from `from` on, or -1: a byte without members costs one read. */
+  next(from: number): number {
+    const bits = this.#bits;
+    let at = from >> 3;
+    if (at >= bits.length) return -1;
+    let byte = bits[at]! & (0xff << (from & 7));
+    while (byte === 0) {
+      if (++at >= bits.length) return -1;
+      byte = bits[at]!;
+    }
+    return (at << 3) | (31 - Math.clz32(byte & -byte));
   }
 
   /** These members with each of `changes` ([user, member?]) made: a copy, when anything changes. */
@@ -495,26 +526,24 @@ export class SearchIndex {
     return 0;
   }
 
-  /** The exact number of users matching, and the seqs of the page's users in order. */
+  /**
+   * The exact number of users matching, and the seqs of the page's users in order. The filter
+   * (kind, and membership of the room) is tested as each match is found, so what the page and the
+   * total are made from is the filtered matches only; when only the room's members can match, the
+   * scan leaps from one member's key to the next.
+   */
   search(search: IndexSearch): { total: number; seqs: number[] } {
-    const candidates = this.#matching(search.terms);
-    const accepted = acceptedKinds(search.includeExternal, search.filter);
-    const members = this.#membersFor(search);
-    const kinds = this.#overlay?.kinds ?? this.#base.kinds;
-    let total = 0;
-    const few: number[] = [];
-    // Inline, not through #candidateKinds: a term in every key makes this a million steps.
-    for (let user = 0; user < candidates.length; user++) {
-      if (candidates[user] === 0) continue;
-      const kind = kinds[user]! | (members?.has(user) === true ? ROOM_MEMBER : 0);
-      if (accepted[kind] !== 1) candidates[user] = 0;
-      else if (++total <= SORT_UP_TO) few.push(user);
-    }
+    const matches = this.#matches(search);
+    const total = matches.count;
     if (total <= search.offset) return { total, seqs: [] };
-    // Walking the order to the page takes about users × (offset + size) / total steps; sorting the matches, total × log(total).
-    const walk = (candidates.length * Math.min(1, (search.offset + search.size) / total)) / WALK_STEPS_PER_COMPARISON;
-    if (total <= SORT_UP_TO && total * Math.log2(total + 1) < walk) return { total, seqs: this.#sortedPage(few, search) };
-    return { total, seqs: this.#page((user) => candidates[user] === 1, search) };
+    const list = matches.list;
+    // Sorting the matches takes about total × log(total) steps; walking the order to the page about users × (offset + size) / total, if they are spread out.
+    const sort = list !== undefined && total <= SORT_UP_TO ? total * Math.log2(total + 1) : Infinity;
+    const walk = this.users * Math.min(1, (search.offset + search.size) / total);
+    if (sort < walk) return { total, seqs: this.#sortedPage(list!, search) };
+    const marks = matches.marks;
+    const walked = this.#page((user) => marks[user] === 1, search, sort);
+    return { total, seqs: walked ?? this.#sortedPage(list!, search) };
   }
 
   /**
@@ -523,26 +552,38 @@ export class SearchIndex {
    * size (its total comes from the tallies, see signatory-rules.ts).
    */
   pageWithoutTerms(search: Omit<IndexSearch, 'terms'>): number[] {
-    return this.#page(this.#candidateKinds(search), search);
+    return this.#page(this.#candidateKinds(search), search, Infinity)!;
   }
 
   /**
    * The page's seqs among few matching users, sorted by their places in the order: a base user's
    * place, or for a changed user the base place it goes before (ahead of the base user there),
-   * then its rank among those changes.
+   * then its rank among those changes. Each user is sorted as one number (place × (changes + 1) +
+   * rank, a base user ranking last), so the sort is a typed array's, without a comparison function.
    */
-  #sortedPage(users: number[], search: Omit<IndexSearch, 'terms'>): number[] {
+  #sortedPage(users: Int32Array, search: Omit<IndexSearch, 'terms'>): number[] {
     const places = this.#base.places[search.sortBy];
+    const order = this.#base.orders[search.sortBy];
     const inserts = this.#overlay?.inserts[search.sortBy];
-    const inserted = new Map<number, number>();
-    if (inserts !== undefined) for (let k = 0; k < inserts.users.length; k++) inserted.set(inserts.users[k]!, k);
-    const placed = users.map((user) => {
-      const k = inserted.get(user);
-      return k === undefined ? { user, place: places[user]!, rank: Infinity } : { user, place: inserts!.before[k]!, rank: k };
-    });
-    const sign = search.direction === 'ASC' ? 1 : -1;
-    placed.sort((a, b) => sign * (a.place - b.place || (a.rank === b.rank ? 0 : a.rank < b.rank ? -1 : 1)));
-    return placed.slice(search.offset, search.offset + search.size).map(({ user }) => this.#seqOf(user));
+    const changes = inserts?.users.length ?? 0;
+    const rankOf = new Map<number, number>();
+    for (let rank = 0; rank < changes; rank++) rankOf.set(inserts!.users[rank]!, rank);
+    const spread = changes + 1;
+    const sorted = new Float64Array(users.length);
+    for (let k = 0; k < users.length; k++) {
+      const user = users[k]!;
+      const rank = changes === 0 ? undefined : rankOf.get(user);
+      sorted[k] = rank === undefined ? places[user]! * spread + changes : inserts!.before[rank]! * spread + rank;
+    }
+    sorted.sort();
+    const seqs: number[] = [];
+    for (let k = search.offset; k < Math.min(sorted.length, search.offset + search.size); k++) {
+      const value = sorted[search.direction === 'ASC' ? k : sorted.length - 1 - k]!;
+      const place = Math.floor(value / spread);
+      const rank = value - place * spread;
+      seqs.push(this.#seqOf(rank === changes ? order[place]! : inserts!.users[rank]!));
+    }
+    return seqs;
   }
 
   /** Whether a user's kind (and membership, if the filter asks) makes it a candidate of the search. */
@@ -564,73 +605,215 @@ export class SearchIndex {
   /**
    * The page's seqs: the order is walked, in either direction, past `offset` candidates. With
    * changes laid over the base, the base order passes over the changed users' old places, and
-   * each changed user is met before the base place it goes before.
+   * each changed user is met before the base place it goes before. Undefined when the page is not
+   * complete after `maxSteps` users looked at.
    */
-  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>): number[] {
+  #page(isCandidate: (user: number) => boolean, search: Omit<IndexSearch, 'terms'>, maxSteps: number): number[] | undefined {
     const order = this.#base.orders[search.sortBy];
     const overlay = this.#overlay;
     const inserts = overlay?.inserts[search.sortBy] ?? { before: new Int32Array(0), users: new Int32Array(0) };
     const replaced = overlay?.replaced;
     const seqs: number[] = [];
     let skip = search.offset;
+    let steps = 0;
     const visit = (user: number) => {
+      steps += 1;
       if (!isCandidate(user)) return;
       if (skip > 0) skip -= 1;
       else seqs.push(this.#seqOf(user));
     };
+    const more = () => seqs.length < search.size && steps <= maxSteps;
     if (search.direction === 'ASC') {
       let next = 0;
-      for (let place = 0; place <= order.length && seqs.length < search.size; place++) {
-        for (; next < inserts.before.length && inserts.before[next] === place && seqs.length < search.size; next++) visit(inserts.users[next]!);
-        if (place < order.length && seqs.length < search.size && replaced?.[order[place]!] !== 1) visit(order[place]!);
+      for (let place = 0; place <= order.length && more(); place++) {
+        for (; next < inserts.before.length && inserts.before[next] === place && more(); next++) visit(inserts.users[next]!);
+        if (place < order.length && more() && replaced?.[order[place]!] !== 1) visit(order[place]!);
       }
     } else {
       let next = inserts.before.length - 1;
-      for (let place = order.length; place >= 0 && seqs.length < search.size; place--) {
-        for (; next >= 0 && inserts.before[next] === place && seqs.length < search.size; next--) visit(inserts.users[next]!);
-        if (place > 0 && seqs.length < search.size && replaced?.[order[place - 1]!] !== 1) visit(order[place - 1]!);
+      for (let place = order.length; place >= 0 && more(); place--) {
+        for (; next >= 0 && inserts.before[next] === place && more(); next--) visit(inserts.users[next]!);
+        if (place > 0 && more() && replaced?.[order[place - 1]!] !== 1) visit(order[place - 1]!);
       }
     }
-    return seqs;
+    return seqs.length < search.size && steps > maxSteps ? undefined : seqs;
   }
 
-  /** 1 for each user whose key contains every term; the longest term is scanned for, the others checked on its matches. */
-  #matching(terms: readonly string[]): Uint8Array {
-    const candidates = new Uint8Array(this.users);
-    if (terms.length === 0) return candidates.fill(1);
-    if (terms.some((term) => term.includes('\0'))) return candidates;
-    const [first, ...rest] = [...terms].map(asBytes).sort((a, b) => b.length - a.length);
-    this.#scan(first!, candidates);
-    for (const term of rest) {
-      const left = candidates.reduce((sum, candidate) => sum + candidate, 0);
-      if (left * DENSE > candidates.length) {
-        // Many left: one more pass over the buffer costs less than a look at each.
-        const also = new Uint8Array(candidates.length);
-        this.#scan(term, also);
-        for (let user = 0; user < candidates.length; user++) candidates[user]! &= also[user]!;
-        continue;
+  /**
+   * The users whose key contains every term and whose kind (and membership) the filter accepts. The
+   * filter is tested as each key is found, before any further term is: the longest term is scanned
+   * for (from one member's key to the next when only the room's members can match, or in each
+   * member's key when they are few), the others checked on what is left, or scanned for too when
+   * much is left.
+   */
+  #matches(search: IndexSearch): Matches {
+    const users = this.users;
+    const [first, ...rest] = [...search.terms].map(asBytes).sort((a, b) => b.length - a.length);
+    // Listed while they may be sorted for the page, or checked one by one for a further term.
+    const matches = new Matches(users, rest.length === 0 ? SORT_UP_TO : Math.max(SORT_UP_TO, Math.ceil(users / DENSE)));
+    if (search.terms.some((term) => term.includes('\0'))) return matches;
+    const accepted = acceptedKinds(search.includeExternal, search.filter);
+    const members = this.#membersFor(search);
+    const kinds = this.#overlay?.kinds ?? this.#base.kinds;
+    const take =
+      members === undefined
+        ? (user: number) => {
+            if (accepted[kinds[user]!] === 1) matches.add(user);
+          }
+        : (user: number) => {
+            if (accepted[kinds[user]! | (members.has(user) ? ROOM_MEMBER : 0)] === 1) matches.add(user);
+          };
+    if (members !== undefined && onlyMembersAccepted(accepted)) {
+      if (first !== undefined && members.size * FEW_MEMBERS > users) this.#scanMembers(first, members, take);
+      else {
+        for (let user = members.next(0); user >= 0 && user < users; user = members.next(user + 1)) {
+          if (first === undefined || this.#contains(user, first)) take(user);
+        }
       }
-      for (let user = 0; user < candidates.length; user++) {
-        if (candidates[user] === 1 && !this.#contains(user, term)) candidates[user] = 0;
+    } else if (first === undefined) {
+      for (let user = 0; user < users; user++) take(user);
+    } else {
+      this.#scan(first, take);
+    }
+    for (const term of rest) {
+      if (matches.count * DENSE > users) {
+        // Many left: one more pass over the keys costs less than a look at each.
+        const also = new Uint8Array(users);
+        this.#scan(term, (user) => (also[user] = 1));
+        matches.keepOnly((user) => also[user] === 1);
+      } else {
+        matches.keepOnly((user) => this.#contains(user, term));
       }
     }
-    return candidates;
+    return matches;
   }
 
   /** Whether the user's key contains the term: compared here, as keys are short (an indexOf could run on past the key). */
   #contains(user: number, term: string): boolean {
-    const change = this.#overlay?.byUser.get(user);
-    if (change !== undefined) return containsIn(this.#overlay!.keys, this.#overlay!.starts[change]!, this.#overlay!.starts[change + 1]! - 1, term);
+    const overlay = this.#overlay;
+    if (overlay !== undefined && (user >= this.#base.seqs.length || overlay.replaced[user] === 1)) {
+      const change = overlay.byUser.get(user)!;
+      return containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term);
+    }
     return containsIn(this.#base.keys, this.#base.starts[user]!, this.#base.starts[user + 1]! - 1, term);
   }
 
-  /** Marks every user whose key contains the term: the base's keys (but for users changed since), then the changed users' keys. */
-  #scan(term: string, candidates: Uint8Array): void {
-    scanKeys(this.#base.keys, this.#base.starts, term, (user) => (candidates[user] = 1));
+  /**
+   * Calls `found` with every member of the room whose key contains the term. The scan leaps from
+   * a member's key to the next occurrence of the term, and from the key holding it to the next
+   * member's: it never reads more than a scan of every key, and far less when the term is common
+   * (only the members' keys, then). Changed users' keys are checked one by one.
+   */
+  #scanMembers(term: string, members: RoomMembers, found: (user: number) => void): void {
+    const { keys, starts } = this.#base;
+    const held = this.#base.seqs.length;
     const overlay = this.#overlay;
+    // The next member held in the base, from `from` on, passing over those changed since (their keys are the overlay's).
+    const next = (from: number) => {
+      let user = members.next(from);
+      while (overlay !== undefined && user >= 0 && user < held && overlay.replaced[user] === 1) user = members.next(user + 1);
+      return user < held ? user : -1;
+    };
+    for (let user = next(0); user >= 0;) {
+      const at = keys.indexOf(term, starts[user]);
+      if (at < 0) break;
+      const holder = keyAt(starts, at, user);
+      if (holder === user) {
+        found(user);
+        user = next(user + 1);
+      } else {
+        user = next(holder);
+      }
+    }
     if (overlay === undefined) return;
-    for (const user of overlay.users) candidates[user] = 0;
-    scanKeys(overlay.keys, overlay.starts, term, (change) => (candidates[overlay.users[change]!] = 1));
+    for (let change = 0; change < overlay.users.length; change++) {
+      const user = overlay.users[change]!;
+      if (members.has(user) && containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term)) found(user);
+    }
+  }
+
+  /** Calls `found` with every user whose key contains the term: the base's keys (but for users changed since), then the changed users' keys. */
+  #scan(term: string, found: (user: number) => void): void {
+    const overlay = this.#overlay;
+    if (overlay === undefined) {
+      scanKeys(this.#base.keys, this.#base.starts, term, found);
+      return;
+    }
+    const replaced = overlay.replaced;
+    scanKeys(this.#base.keys, this.#base.starts, term, (user) => {
+      if (replaced[user] !== 1) found(user);
+    });
+    scanKeys(overlay.keys, overlay.starts, term, (change) => found(overlay.users[change]!));
+  }
+}
+
+/** Whether only users accepted as room members can match (the filter asks for members). */
+function onlyMembersAccepted(accepted: Uint8Array): boolean {
+  for (let kind = 0; kind < accepted.length; kind++) if ((kind & ROOM_MEMBER) === 0 && accepted[kind] === 1) return false;
+  return true;
+}
+
+/**
+ * The users a search matches: a byte each, and a list of them while there are at most `limit`
+ * (they are then sorted for the page, or checked one by one for a further term).
+ */
+class Matches {
+  /** 1 for each user matching. */
+  readonly marks: Uint8Array;
+  count = 0;
+  #list: Int32Array | undefined;
+  readonly #limit: number;
+
+  constructor(users: number, limit: number) {
+    this.marks = new Uint8Array(users);
+    this.#limit = limit;
+    this.#list = new Int32Array(Math.min(limit, 1024));
+  }
+
+  /** The users matching (in no particular order), or undefined when there are more than the limit. */
+  get list(): Int32Array | undefined {
+    return this.#list?.subarray(0, this.count);
+  }
+
+  add(user: number): void {
+    this.marks[user] = 1;
+    const list = this.#list;
+    if (list !== undefined) {
+      if (this.count === this.#limit) this.#list = undefined;
+      else if (this.count < list.length) list[this.count] = user;
+      else this.#grow(user);
+    }
+    this.count += 1;
+  }
+
+  #grow(user: number): void {
+    const list = new Int32Array(Math.min(this.#limit, 2 * this.#list!.length));
+    list.set(this.#list!);
+    list[this.count] = user;
+    this.#list = list;
+  }
+
+  /** Keeps the users matching that pass `test`: over the list, or over every user's byte once there are many (listed again if few are kept). */
+  keepOnly(test: (user: number) => boolean): void {
+    const marks = this.marks;
+    const list = this.#list;
+    if (list !== undefined) {
+      let kept = 0;
+      for (let k = 0; k < this.count; k++) {
+        const user = list[k]!;
+        if (test(user)) list[kept++] = user;
+        else marks[user] = 0;
+      }
+      this.count = kept;
+      return;
+    }
+    this.count = 0;
+    this.#list = new Int32Array(Math.min(this.#limit, 1024));
+    for (let user = 0; user < marks.length; user++) {
+      if (marks[user] !== 1) continue;
+      if (test(user)) this.add(user);
+      else marks[user] = 0;
+    }
   }
 }
 
@@ -645,6 +828,10 @@ export function warmUp(index: SearchIndex): void {
   index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR], direction: 'ASC' });
   index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR, SEARCH_KEY_SEPARATOR], direction: 'DESC' });
   index.search({ ...search, terms: [`${SEARCH_KEY_SEPARATOR}\u0001`, SEARCH_KEY_SEPARATOR], direction: 'ASC' });
+  // The filters on a room's members (one user in eight, made up): a scan testing membership, then one leaping from member to member.
+  const members = new RoomMembers(new Uint8Array(Math.ceil(index.users / 8)).fill(1));
+  index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR], filter: { roomMember: false }, members, direction: 'ASC' });
+  index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR], filter: { roomMember: true }, members, direction: 'DESC' });
 }
 
 /** Calls `found` with the number of every key in `keys` (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */

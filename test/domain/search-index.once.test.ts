@@ -339,6 +339,8 @@ const historyArb = (names = namePieceArb, ids: fc.Arbitrary<string> = fc.constan
 function everySearch(users: readonly StoredUser[]) {
   const terms = [[], ['an'], ['e'], ['z'], ['😀'], ['@x'], ['an', 'e'], ['b', '1'], ['\uFF5E', ' ']];
   const members = users.filter((_, index) => index % 3 === 0).map((user) => user.seq);
+  // One member among many: each member's key is checked, not scanned from one member's key to the next.
+  const fewMembers = users.slice(0, 1).map((user) => user.seq);
   const searches: (Parameters<SearchIndex['search']>[0] & { memberSeqs: number[] })[] = [];
   for (const searchTerms of terms) {
     for (const sortBy of FIELDS) {
@@ -351,12 +353,12 @@ function everySearch(users: readonly StoredUser[]) {
           searches.push({
             terms: searchTerms,
             includeExternal: offset !== 1,
-            filter: offset === 5 ? { requiresInvitation: true, roomMember: false } : {},
+            filter: offset === 5 ? { requiresInvitation: true, roomMember: false } : offset === 1 ? { roomMember: true } : {},
             sortBy,
             direction,
             offset,
             size,
-            memberSeqs: members,
+            memberSeqs: direction === 'DESC' && offset === 1 ? fewMembers : members,
           });
         }
       }
@@ -463,5 +465,114 @@ describe('SearchIndex.withChanges', () => {
       [...Array(17).keys()].filter((user) => some.has(user)),
       [1, 8],
     );
+  });
+});
+
+describe('SearchIndex at the sizes where its ways of searching change', () => {
+  // 120,000 users: more matches than are ever listed (50,000) or sorted, a room of a quarter of them
+  // (scanned from one member's key to the next) and one of a few (each member's key checked).
+  const USERS = 120_000;
+  const stored = (index: number, generation = 0): StoredUser => ({
+    seq: 2 * index + 1,
+    id: `u${String(index).padStart(6, '0')}`,
+    keys: { firstname: `n${(index * 7 + generation) % 13}`, lastname: `l${index % 101}`, email: `${index}.g${generation}@x` },
+    external: index % 17 === 0,
+    needsInvite: index % 5 === 0,
+    candidate: index % 97 !== 0,
+  });
+  /** Keys are ASCII here, so the strings' own order is the databases' byte order. */
+  const readAscii = (users: readonly StoredUser[], version: number): SearchIndex => {
+    const builder = new SearchIndexBuilder(version, users.length);
+    builder.addUsers(users.map(asChanged));
+    for (const field of FIELDS) {
+      const keyOrder = sortKeyOrder(field);
+      const key = (user: StoredUser) => [...keyOrder.map((name) => user.keys[name]), user.id];
+      const keyed = users.map((user) => ({ user, key: key(user) }));
+      keyed.sort((a, b) => {
+        for (let i = 0; i < a.key.length; i++) if (a.key[i] !== b.key[i]) return a.key[i]! < b.key[i]! ? -1 : 1;
+        return 0;
+      });
+      builder.addOrder(
+        field,
+        keyed.map(({ user }) => user.seq),
+      );
+    }
+    const parts = builder.parts();
+    assert.ok(parts !== undefined);
+    return new SearchIndex(parts);
+  };
+  /** The answer as a plain filter and sort would give it. */
+  const expected = (users: readonly StoredUser[], members: ReadonlySet<number>, search: Parameters<SearchIndex['search']>[0]) => {
+    const keyOf = (user: StoredUser) => [...sortKeyOrder(search.sortBy).map((name) => user.keys[name]), user.id];
+    const matching = users
+      .filter((user) => search.terms.every((term) => [user.keys.firstname, user.keys.lastname, user.keys.email].join('\n').includes(term)))
+      .filter(
+        (user) =>
+          user.candidate &&
+          matchesFilter(
+            { external: user.external, needsInvitation: user.needsInvite, roomMember: members.has(user.seq) },
+            search.includeExternal,
+            search.filter,
+          ),
+      )
+      .map((user) => ({ user, key: keyOf(user) }))
+      .sort((a, b) => {
+        for (let i = 0; i < a.key.length; i++) if (a.key[i] !== b.key[i]) return (a.key[i]! < b.key[i]! ? -1 : 1) * (search.direction === 'ASC' ? 1 : -1);
+        return 0;
+      });
+    return { total: matching.length, seqs: matching.slice(search.offset, search.offset + search.size).map(({ user }) => user.seq) };
+  };
+  const rooms = (users: readonly StoredUser[]) => ({
+    quarter: users.filter((_, index) => index % 4 === 1).map((user) => user.seq),
+    few: users.filter((_, index) => index % 500 === 3).map((user) => user.seq),
+  });
+  const SEARCHES: { terms: string[]; filter: SignatoryFilter; room: 'quarter' | 'few'; sortBy: SortField; direction: SortDirection; offset: number }[] = [
+    // Everyone: no list, the order walked.
+    { terms: ['@x'], filter: {}, room: 'quarter', sortBy: 'email', direction: 'ASC', offset: 70_000 },
+    // Everyone, then a further term over many (a second scan, the matches listed again), then sorted or walked.
+    { terms: ['@x', 'n1'], filter: {}, room: 'quarter', sortBy: 'lastname', direction: 'DESC', offset: 3 },
+    { terms: ['@x', 'l7', 'g0'], filter: { roomMember: false }, room: 'quarter', sortBy: 'firstname', direction: 'ASC', offset: 0 },
+    // Matches bunched at the far end of the order (the term in the field sorted by): the walk stops, they are sorted.
+    { terms: ['n1'], filter: { roomMember: false }, room: 'quarter', sortBy: 'firstname', direction: 'DESC', offset: 25 },
+    { terms: ['n0'], filter: {}, room: 'few', sortBy: 'firstname', direction: 'DESC', offset: 0 },
+    // Only members: from one member's key to the next, or each member's key.
+    { terms: ['n1'], filter: { roomMember: true }, room: 'quarter', sortBy: 'firstname', direction: 'ASC', offset: 10 },
+    { terms: ['@x'], filter: { roomMember: true }, room: 'quarter', sortBy: 'email', direction: 'DESC', offset: 29_000 },
+    { terms: ['9.g'], filter: { roomMember: true }, room: 'quarter', sortBy: 'lastname', direction: 'ASC', offset: 0 },
+    { terms: ['n1'], filter: { roomMember: true, requiresInvitation: false }, room: 'few', sortBy: 'lastname', direction: 'ASC', offset: 0 },
+    { terms: ['l3', 'n'], filter: { roomMember: true }, room: 'few', sortBy: 'email', direction: 'DESC', offset: 1 },
+    { terms: ['n1'], filter: { roomMember: false, external: false }, room: 'few', sortBy: 'email', direction: 'ASC', offset: 40 },
+  ];
+
+  /** Every search, with and without external users, answered as the plain filter and sort would. */
+  const assertAnswersAsExpected = (index: SearchIndex, users: readonly StoredUser[]) => {
+    const memberSeqs = rooms(users);
+    for (const { room, ...search } of SEARCHES) {
+      for (const includeExternal of [true, false]) {
+        const asked = { ...search, includeExternal, size: 20 };
+        const members = index.roomMembers(memberSeqs[room]);
+        assert.ok(members !== undefined);
+        assert.deepEqual(index.search({ ...asked, members }), expected(users, new Set(memberSeqs[room]), asked), JSON.stringify({ room, ...asked }));
+      }
+    }
+  };
+
+  it('answers as a plain filter and sort, read whole', () => {
+    const users = Array.from({ length: USERS }, (_, index) => stored(index));
+    assertAnswersAsExpected(readAscii(users, 1), users);
+  });
+
+  it('answers as a plain filter and sort with changes laid over (users changed and added, members among them)', () => {
+    const users = Array.from({ length: USERS }, (_, index) => stored(index));
+    const changed = Array.from({ length: 900 }, (_, k) => (k * 131) % USERS);
+    const next = [...users];
+    for (const index of changed) next[index] = stored(index, 1);
+    for (let index = USERS; index < USERS + 300; index++) next.push(stored(index, 2));
+    const changes = [...new Set([...changed, ...Array.from({ length: 300 }, (_, k) => USERS + k)])]
+      .sort((a, b) => a - b)
+      .map((index) => asChanged(next[index]!));
+    const updated = readAscii(users, 1).withChanges(2, next.length, changes);
+    assert.ok(updated !== undefined);
+    assertAnswersAsExpected(updated, next);
   });
 });

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -14,8 +13,9 @@ import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from 
 import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
 import { compileTextParameters } from './http/query-validator.ts';
 import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
+import { AnswerReplay, replayingServer } from './http/answer-replay.ts';
 import { installMetrics } from './http/metrics.ts';
-import { RequestLog, standardOutputLog } from './http/request-log.ts';
+import { RequestLog, requestId, standardOutputLog } from './http/request-log.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
 import { SignatoryLookup } from './services/signatory-lookup.ts';
 import { documentRoutes } from './http/document-routes.ts';
@@ -28,12 +28,13 @@ import { documentsPlugin } from './plugins/documents.ts';
 import { searchIndexesPlugin } from './plugins/search-indexes.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Checks credentials and tokens for the API and SCIM; what it counts is shown at /metrics. */
     authenticator: Authenticator;
+    /** Sends repeated GETs' answers again while nothing changed (what it replayed is counted). */
+    answerReplay: AnswerReplay;
   }
 }
 
@@ -51,13 +52,13 @@ export interface AppOptions {
  * (search indexes, render pool, then the database; the blob store holds nothing open).
  */
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
+  // Made once the database is open; until then every request goes to Fastify.
+  let replay: AnswerReplay | undefined;
   const app = Fastify({
+    serverFactory: (handler, fastifyOptions) => replayingServer(() => replay, handler, fastifyOptions as Parameters<typeof replayingServer>[2]),
     logger: { level: config.logLevel, stream: options.logStream ?? standardOutputLog() },
     logController: new RequestLog(),
-    genReqId: (request) => {
-      const given = request.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: requestId,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     return503OnClosing: true,
@@ -80,6 +81,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     throw error;
   }
   const { database, documents, renderer, searchIndexes } = app;
+  replay = new AnswerReplay(database.changes, app.log, options.now);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -88,6 +90,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    replay?.stop();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');
@@ -108,12 +111,14 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const directory = new DirectoryService(database.db, config.maxPageSize);
   app.decorate('authenticator', authenticator);
-  installMetrics(
+  app.decorate('answerReplay', replay);
+  const countRequest = installMetrics(
     app,
     { token: config.metricsToken, slowRequestMs: config.slowRequestMs },
     { authenticator, renderer, searchIndexes: () => searchIndexes.status() },
   );
 
+  if (countRequest !== undefined) replay.onReplayed = (route, status, seconds) => countRequest('GET', route, status, seconds);
   await app.register(healthRoutes, {
     searchIndexes: () => searchIndexes.status(),
     notReadyBecause: async () => {
@@ -133,7 +138,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
         if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
       });
       requireAuth(admin, authenticator);
-      await admin.register(signatoryRoutes, { lookup });
+      await admin.register(signatoryRoutes, { lookup, replay });
       await admin.register(documentRoutes, {
         documents,
         maxPageSize: config.maxPageSize,

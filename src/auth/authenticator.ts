@@ -16,7 +16,12 @@ import { measureHashMs, verifyPassword } from './password-hash.ts';
 
 /** The result of checking an Authorization header; `username` is who acts: a credential's username, or `token:<id>`. */
 export type AuthOutcome =
-  | { kind: 'authenticated'; username: string; scope: CredentialScope }
+  /**
+   * `validUntil` (the authenticator's clock, ms): until when the same header, from the same client,
+   * with the database unchanged, is sure to get this outcome again: the password's verification
+   * is kept that long, a token's next `lastUsedAt` write is due then.
+   */
+  | { kind: 'authenticated'; username: string; scope: CredentialScope; validUntil: number }
   | { kind: 'missing' }
   | { kind: 'malformed' }
   /** `username`: the Basic username tried (absent for a token). */
@@ -152,7 +157,7 @@ export class Authenticator {
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds, by: 'username', username };
 
     if (row !== undefined && recentlyVerified && sameString(cached.passwordHash, row.passwordHash)) {
-      return { kind: 'authenticated', username, scope: row.scope };
+      return { kind: 'authenticated', username, scope: row.scope, validUntil: cached.expiresAt };
     }
 
     // Every hash slot and the queue taken: busy, for a username that exists or not alike.
@@ -207,13 +212,9 @@ export class Authenticator {
         this.#throttle.end(throttleKey);
       }
     }
-    if (this.#policy.verifiedCacheSeconds > 0) {
-      this.#verified.set(cacheKey, {
-        passwordHash: row.passwordHash,
-        expiresAt: this.#now() + this.#policy.verifiedCacheSeconds * 1000,
-      });
-    }
-    return { kind: 'authenticated', username, scope: row.scope };
+    const expiresAt = this.#now() + this.#policy.verifiedCacheSeconds * 1000;
+    if (this.#policy.verifiedCacheSeconds > 0) this.#verified.set(cacheKey, { passwordHash: row.passwordHash, expiresAt });
+    return { kind: 'authenticated', username, scope: row.scope, validUntil: expiresAt };
   }
 
   /** Verifies a password against its stored hash, keeping the typical time of a hash up to date. */
@@ -247,13 +248,14 @@ export class Authenticator {
     const { token: found } = await this.#tokens.read(hash, async () => ({ token: await findTokenByHash(this.#db, hash) }), asOf);
     if (found === undefined) return { kind: 'rejected', delayMs: 0 };
     const now = this.#now();
-    const written = this.#tokenUseWritten.get(found.id);
+    let written = this.#tokenUseWritten.get(found.id);
     if (written === undefined || now - written >= TOKEN_USE_WRITE_MS) {
+      written = now;
       this.#tokenUseWritten.set(found.id, now);
       // A failed write only leaves lastUsedAt older: the request goes on.
       touchToken(this.#db, found.id, new Date(now).toISOString()).catch(() => this.#tokenUseWritten.delete(found.id));
     }
-    return { kind: 'authenticated', username: `token:${found.id}`, scope: [found.orgId] };
+    return { kind: 'authenticated', username: `token:${found.id}`, scope: [found.orgId], validUntil: written + TOKEN_USE_WRITE_MS };
   }
 
   async #purgeNowAndThen(): Promise<void> {

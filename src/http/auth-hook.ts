@@ -19,6 +19,8 @@ declare module 'fastify' {
      * the server keeps between requests is used only if it is at least as new as this moment.
      */
     receivedAt?: number;
+    /** Until when (the authenticator's clock) the credential is sure to pass again unchanged (set by the auth hook). */
+    authValidUntil?: number;
   }
 }
 
@@ -63,6 +65,7 @@ export function requireAuth(scope: FastifyInstance, authenticator: Authenticator
       case 'authenticated': {
         request.username = outcome.username;
         request.credentialScope = outcome.scope;
+        request.authValidUntil = outcome.validUntil;
         const orgId = organizationOf(request);
         if (orgId !== undefined && !scopeIncludes(outcome.scope, orgId)) {
           return sendProblem(reply, 'forbidden', `This credential is not allowed to act on organization "${orgId}".`);

@@ -19,19 +19,22 @@ export interface MetricsOptions {
   slowRequestMs: number;
 }
 
+/** Counts one request answered (also those answered without the framework: AnswerReplay). */
+export type RequestCounter = (method: string, route: string, status: number, seconds: number) => void;
+
 /**
  * Logs slow requests and, when a token is configured, counts every request by route and status
  * and serves the counts and the service's state in Prometheus' text format at `GET /metrics`.
  * Each app has a registry of its own.
  */
-export function installMetrics(app: FastifyInstance, options: MetricsOptions, sources: MetricSources): void {
+export function installMetrics(app: FastifyInstance, options: MetricsOptions, sources: MetricSources): RequestCounter | undefined {
   // Without a token nothing is counted: only slow requests are logged.
   if (options.token === undefined) {
     app.addHook('onResponse', (request, reply, done) => {
       if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
       done();
     });
-    return;
+    return undefined;
   }
   const registry = new Registry();
   const labelNames = ['method', 'route', 'status'] as const;
@@ -48,10 +51,13 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  app.addHook('onResponse', (request, reply, done) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+  const count: RequestCounter = (method, route, status, seconds) => {
+    const labels = { method, route, status: String(status) };
     requests.inc(labels);
-    durations.observe(labels, reply.elapsedTime / 1000);
+    durations.observe(labels, seconds);
+  };
+  app.addHook('onResponse', (request, reply, done) => {
+    count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
     done();
   });
@@ -71,6 +77,7 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
       .header('cache-control', 'no-store')
       .send(await registry.metrics());
   });
+  return count;
 }
 
 function logSlow(request: FastifyRequest, reply: FastifyReply): void {

@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { adminProblemResponses } from '../schemas/problem.ts';
 import { LookupQuery, RoomPathParams, SignatoryPage } from '../schemas/signatory-lookup.ts';
 import type { LookupRequest, SignatoryLookup } from '../services/signatory-lookup.ts';
+import type { AnswerReplay } from './answer-replay.ts';
 
 /** Seed operation 1: GET …/signatories/lookup. */
-export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLookup }> = async (app, { lookup }) => {
+export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLookup; replay: AnswerReplay }> = async (app, { lookup, replay }) => {
   app.get(
     '/organizations/:organizationId/rooms/:signingRoomId/signatories/lookup',
     {
@@ -20,6 +21,8 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
         querystring: LookupQuery,
         response: { 200: SignatoryPage, ...adminProblemResponses(400, 404) },
       },
+      // A repeated lookup, the database unchanged, is answered again without the framework.
+      onSend: replay.replayable,
     },
     async (request, reply) => {
       const { organizationId, signingRoomId } = request.params;

@@ -20,6 +20,11 @@ export class CapturedLog {
     );
   }
 
+  /** Every entry logged so far. */
+  get entries(): LogEntry[] {
+    return this.lines.map((line) => JSON.parse(line) as LogEntry);
+  }
+
   /** The entries logged so far with this `event` field. */
   events(name: string): LogEntry[] {
     return this.lines.map((line) => JSON.parse(line) as LogEntry).filter((entry) => entry.event === name);

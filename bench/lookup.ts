@@ -136,7 +136,15 @@ const hostileTerms = [
 ].map((term) => `${base}/small/signatories/lookup?size=20&searchQuery=${encodeURIComponent(term)}`);
 
 const port = 18080;
-const serve = () => spawn(signroom, ['serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+/**
+ * The server as deployed: the default log level (a line per request), its standard output a pipe
+ * read as a log collector would (not a file, not /dev/null).
+ */
+const serve = () => {
+  const child = spawn(signroom, ['serve'], { env: { ...env, PORT: String(port), SIGNROOM_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  child.stdout.resume();
+  return child;
+};
 let server = serve();
 const baselinePort = 18081;
 let baseline: ChildProcess | undefined;

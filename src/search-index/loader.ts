@@ -10,6 +10,7 @@ import { preferIndexWalks } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import { arraysOfParts, emptyParts, SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
+import { listRooms } from '../repositories/directory-repository.ts';
 import {
   findDirectoryStamp,
   findDirectoryVersion,
@@ -25,20 +26,24 @@ import { isListed, snapshotState, writeSnapshot } from './snapshots.ts';
 
 /**
  * What is read for the in-memory search indexes: an organization's index (unless it is too small or
- * too large) or a room's members at a version, each in a loading process of its own; or what
- * changed in an organization since a version (unless more than `maxChanges` users did), a few rows
- * the server reads itself.
+ * too large), a room's members at a version, or the members of its largest rooms (not those in
+ * `skip`: at most `maxRooms` rooms, `maxMembers` members in all), each in a loading process of
+ * its own; or what changed in an organization since a version (unless more than `maxChanges`
+ * users did), a few rows the server reads itself.
  */
 export type LoadJob =
   | { kind: 'organization'; orgId: string; minUsers: number; maxUsers: number }
   | { kind: 'changes'; orgId: string; since: number; maxChanges: number }
-  | { kind: 'room'; orgId: string; roomId: string; version: number };
+  | { kind: 'room'; orgId: string; roomId: string; version: number }
+  | { kind: 'rooms'; orgId: string; skip: readonly string[]; maxRooms: number; maxMembers: number };
 
 export type LoadResult =
   /** `fromSnapshot`: taken from the copy kept on disk by the server (search-indexes.ts), not read by a loader. */
   | { kind: 'index'; parts: SearchIndexParts; fromSnapshot?: boolean }
   | { kind: 'skipped'; version: number; users: number }
   | { kind: 'members'; seqs: Float64Array }
+  /** The members of rooms at `version`, largest room first: each room's seqs in turn, `members` of them. */
+  | { kind: 'rooms'; version: number; rooms: { roomId: string; members: number }[]; seqs: Float64Array }
   /**
    * The organization at `version`, of `users` users: those changed since (with their rooms), the
    * rooms whose member lists were replaced, and those one of whose members came or went.
@@ -67,6 +72,7 @@ export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: {
     .execute(async (trx): Promise<{ result: LoadResult; stamp?: string | undefined }> => {
       await preferIndexWalks(trx);
       if (job.kind === 'organization') return readOrganization(trx, job, options.snapshots !== undefined);
+      if (job.kind === 'rooms') return { result: await readLargestRooms(trx, job) };
       return { result: job.kind === 'changes' ? await readChanges(trx, job) : await readRoom(trx, job) };
     });
   // Only of a version the database lists with its stamp, and not over a copy of a later state the
@@ -130,14 +136,50 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
 
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {
   if ((await findDirectoryVersion(db, job.orgId)) !== job.version) return { kind: 'stale' };
+  return { kind: 'members', seqs: Float64Array.from(await readMemberSeqs(db, job.orgId, job.roomId)) };
+}
+
+/** The seqs of a room's members, read in pieces. */
+async function readMemberSeqs(db: Kysely<Database>, orgId: string, roomId: string): Promise<number[]> {
   const seqs: number[] = [];
   for (let after = ''; ;) {
-    const read = await readRoomMemberSeqs(db, job.orgId, job.roomId, after, PIECE);
+    const read = await readRoomMemberSeqs(db, orgId, roomId, after, PIECE);
     seqs.push(...read.seqs);
     if (read.seqs.length < PIECE) break;
     after = read.last!;
   }
-  return { kind: 'members', seqs: Float64Array.from(seqs) };
+  return seqs;
+}
+
+/** Rooms listed at a time, and listed at most, when the largest are looked for (an organization with more has the first by id looked at). */
+const ROOMS_PIECE = 1_000;
+const ROOMS_LISTED = 100_000;
+
+/**
+ * The members of the organization's largest rooms (by their tallies), largest first, at the
+ * version this snapshot reads: as many rooms as the job allows, skipping those it names, rooms
+ * without members, and rooms whose members would take those read past `maxMembers`.
+ */
+async function readLargestRooms(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'rooms' }>): Promise<LoadResult> {
+  const version = await findDirectoryVersion(db, job.orgId);
+  if (version === undefined) return { kind: 'stale' };
+  const skip = new Set(job.skip);
+  const listed: { roomId: string; members: number }[] = [];
+  for (let offset = 0; offset < ROOMS_LISTED; offset += ROOMS_PIECE) {
+    const { rows } = await listRooms(db, job.orgId, offset, ROOMS_PIECE);
+    for (const room of rows) if (room.member_count > 0 && !skip.has(room.id)) listed.push({ roomId: room.id, members: room.member_count });
+    if (rows.length < ROOMS_PIECE) break;
+  }
+  listed.sort((a, b) => b.members - a.members || (a.roomId < b.roomId ? -1 : 1));
+  const rooms: { roomId: string; members: number }[] = [];
+  const seqs: number[] = [];
+  for (const { roomId, members } of listed.slice(0, job.maxRooms)) {
+    if (seqs.length + members > job.maxMembers) continue;
+    const read = await readMemberSeqs(db, job.orgId, roomId);
+    rooms.push({ roomId, members: read.length });
+    for (const seq of read) seqs.push(seq);
+  }
+  return { kind: 'rooms', version, rooms, seqs: Float64Array.from(seqs) };
 }
 
 /** How a result file's name starts; the server's pid follows. */
@@ -232,7 +274,7 @@ export function loadInProcess(config: Config, job: LoadJob): RunningLoad {
 
 /** The arrays of a result, in the order they are written to the file. */
 function arraysOf(result: LoadResult): ArrayBufferView[] {
-  if (result.kind === 'members') return [result.seqs];
+  if (result.kind === 'members' || result.kind === 'rooms') return [result.seqs];
   return result.kind === 'index' ? arraysOfParts(result.parts) : [];
 }
 
@@ -251,6 +293,7 @@ export async function writeResult(result: LoadResult, file: string): Promise<Loa
 function hollow(result: LoadResult): LoadResult {
   const lengths = (array: { length: number }) => ({ length: array.length }) as never;
   if (result.kind === 'members') return { kind: 'members', seqs: lengths(result.seqs) };
+  if (result.kind === 'rooms') return { ...result, seqs: lengths(result.seqs) };
   if (result.kind !== 'index') return result;
   const { parts } = result;
   return {
@@ -270,6 +313,7 @@ function hollow(result: LoadResult): LoadResult {
 async function readResult(hollowResult: LoadResult, file: string): Promise<LoadResult> {
   let full: LoadResult = hollowResult;
   if (hollowResult.kind === 'members') full = { kind: 'members', seqs: new Float64Array(hollowResult.seqs.length) };
+  if (hollowResult.kind === 'rooms') full = { ...hollowResult, seqs: new Float64Array(hollowResult.seqs.length) };
   if (hollowResult.kind === 'index') {
     const { parts } = hollowResult;
     full = { kind: 'index', parts: emptyParts(parts.version, parts.seqs.length, parts.keys.length) };

@@ -57,6 +57,13 @@ const WATCH_WITHOUT_TOKEN_MS = 500;
  * preload): well under the 10 s Fastify gives an onReady hook before the start fails.
  */
 const PRELOAD_WAIT_MS = 5_000;
+/**
+ * The members of an organization's largest rooms are read as soon as its index is held (not when a
+ * lookup first filters on them, which the database answers meanwhile: hundreds of milliseconds in
+ * a room of 100,000 members, while a loading process reads them for a second or more), in at most
+ * this share of the memory, and only in memory free.
+ */
+const PRELOADED_ROOMS_SHARE = 1 / 8;
 /** Organizations remembered as not indexed, or as failed: the oldest are forgotten beyond this (and may be looked at again). */
 const REMEMBERED = 10_000;
 
@@ -92,8 +99,8 @@ interface StandingRooms {
   upTo: number;
 }
 
-/** An organization's index (brought up to date, or read whole), or a room's members. */
-type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number };
+/** An organization's index (brought up to date, or read whole), a room's members, or its largest rooms' members. */
+type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number } | { kind: 'rooms'; orgId: string };
 
 /**
  * What is read of the directory in the server's own process: an organization's size, organizations'
@@ -166,9 +173,10 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
   }
 }
 
-/** Tells queued jobs apart: one load per organization, one per room. */
+/** Tells queued jobs apart: one load per organization, one per room, one of the largest rooms per organization. */
 function jobKey(job: Job): string {
   if (job.kind === 'room') return `r\0${job.orgId}\0${job.roomId}`;
+  if (job.kind === 'rooms') return `l\0${job.orgId}`;
   return `o\0${job.orgId}`;
 }
 
@@ -339,7 +347,7 @@ export class SearchIndexes {
       this.index(orgId, version);
       const done = this.#done.get(key);
       // Not behind other loads, or a whole read of seconds.
-      const first = this.#working?.kind === 'room' ? this.#queue[0] : this.#working;
+      const first = this.#working?.kind === 'room' || this.#working?.kind === 'rooms' ? this.#queue[0] : this.#working;
       if (done === undefined || first === undefined || jobKey(first) !== key) return false;
       const left = deadline - performance.now();
       if (left <= 0) return true;
@@ -437,6 +445,7 @@ export class SearchIndexes {
   async #runJob(job: Job, started: number): Promise<void> {
     try {
       if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, false);
+      else if (job.kind === 'rooms') await this.#loadLargestRooms(job.orgId, started);
       else await this.#loadRoom(job.orgId, job.roomId, job.version);
     } catch (error) {
       if (this.#closed) return;
@@ -527,6 +536,7 @@ export class SearchIndexes {
       return;
     }
     const index = this.#keep(orgId, result.parts, rooms);
+    this.#enqueue({ kind: 'rooms', orgId });
     this.#log.info(
       {
         organization: orgId,
@@ -574,6 +584,8 @@ export class SearchIndexes {
     const replaced = new Set(result.rooms);
     const edited = new Set(result.editedRooms);
     const kept = [...held.rooms].filter(([roomId]) => !replaced.has(roomId));
+    // Rooms held whose members an import replaced: read again, as after a whole read.
+    if (kept.length < held.rooms.size) this.#enqueue({ kind: 'rooms', orgId });
     const standing: StandingRooms = { rooms: new Map(kept.filter(([roomId]) => !edited.has(roomId))), upTo: result.version };
     if (result.kind === 'many changes') return standing;
     if (result.version === held.index.version) return true;
@@ -633,6 +645,38 @@ export class SearchIndexes {
   #hold(orgId: string, ready: Ready): void {
     this.#dropped.delete(orgId);
     this.#ready.set(orgId, ready);
+  }
+
+  /**
+   * Reads the members of the organization's largest rooms not held (see PRELOADED_ROOMS_SHARE), in
+   * a loading process, and holds them if the index is still at the version they were read at.
+   */
+  async #loadLargestRooms(orgId: string, started: number): Promise<void> {
+    const ready = this.#ready.get(orgId);
+    if (ready === undefined) return;
+    const budget = this.#policy.memoryBytes;
+    const free = Math.min(budget * PRELOADED_ROOMS_SHARE, budget - this.#held());
+    const maxRooms = Math.floor(free / Math.max(1, Math.ceil(ready.index.users / 8)));
+    if (maxRooms <= 0) return;
+    // Members read in all: no more than the organization's users, so this costs at most what a whole read of its index does.
+    const result = await this.#run({ kind: 'rooms', orgId, skip: [...ready.rooms.keys()], maxRooms, maxMembers: ready.index.users });
+    const now = this.#ready.get(orgId);
+    if (result.kind !== 'rooms' || this.#closed || now === undefined || now.index.version !== result.version) return;
+    let at = 0;
+    const held: string[] = [];
+    for (const { roomId, members: count } of result.rooms) {
+      const seqs = result.seqs.subarray(at, (at += count));
+      if (now.rooms.has(roomId)) continue;
+      const members = now.index.roomMembers(seqs);
+      if (members === undefined) continue;
+      if (!this.#makeRoom(members.bytes, orgId, false)) break;
+      now.rooms.set(roomId, members);
+      held.push(roomId);
+    }
+    this.#log.info(
+      { organization: orgId, version: now.index.version, rooms: held.length, members: at, ms: Math.round(performance.now() - started) },
+      "search index: the largest rooms' members read",
+    );
   }
 
   async #loadRoom(orgId: string, roomId: string, version: number): Promise<void> {

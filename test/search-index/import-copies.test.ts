@@ -72,7 +72,8 @@ describe('copies of the search indexes on disk', () => {
     await t.sql(sql`UPDATE users SET search_key = 'changed behind the import' WHERE id = 'u8'`);
     await restarted(async (app) => {
       await app.ready();
-      assert.deepEqual((await app.inject('/readyz')).json().searchIndexes, { organizations: 1, loading: 0 }, 'held before the server is ready to listen');
+      // The members of its largest rooms are read after it, in a loading process, which /readyz may still count.
+      assert.equal((await app.inject('/readyz')).json().searchIndexes.organizations, 1, 'held before the server is ready to listen');
       assert.deepEqual(await lookupOnceIndexed(app, 'lastname8x'), ['u8@acme.example'], 'the copy still holds the key the import wrote');
     });
   });

@@ -13,6 +13,8 @@ type Directory = Map<
     version: number;
     users: number;
     members?: number[];
+    /** The members of its rooms as a whole read of the largest finds them, largest first. */
+    largestRooms?: Record<string, number[]>;
     keyLength?: number;
     changes?: { changed: ChangedUser[]; rooms: string[]; editedRooms?: string[] };
     replacedRooms?: string[];
@@ -32,7 +34,8 @@ function parts(version: number, users: number, keyLength = 45) {
 
 /**
  * Loads from `directory`; `gate`, while set, holds every load until it resolves. `copies`: the
- * copies on disk of organizations' indexes, each of a version the database lists.
+ * copies on disk of organizations' indexes, each of a version the database lists. The reads of the
+ * largest rooms' members, which follow every index held, are listed apart (`roomsJobs`).
  */
 function fakeLoader(
   directory: Directory,
@@ -40,8 +43,10 @@ function fakeLoader(
 ) {
   const copiesRead: string[] = [];
   const jobs: LoadJob[] = [];
+  const roomsJobs: Extract<LoadJob, { kind: 'rooms' }>[] = [];
   const load = (job: LoadJob): RunningLoad => {
-    jobs.push(job);
+    if (job.kind === 'rooms') roomsJobs.push(job);
+    else jobs.push(job);
     let cancelled = false;
     const result = (async (): Promise<LoadResult> => {
       await options.gate;
@@ -51,6 +56,17 @@ function fakeLoader(
       if (org === undefined) return { kind: 'stale' };
       if (job.kind === 'changes') throw new Error('what changed is read in the server itself');
       if (job.kind === 'room') return job.version === org.version ? { kind: 'members', seqs: Float64Array.from(org.members ?? []) } : { kind: 'stale' };
+      if (job.kind === 'rooms') {
+        const rooms = Object.entries(org.largestRooms ?? {})
+          .filter(([roomId]) => !job.skip.includes(roomId))
+          .slice(0, job.maxRooms);
+        return {
+          kind: 'rooms',
+          version: org.version,
+          rooms: rooms.map(([roomId, seqs]) => ({ roomId, members: seqs.length })),
+          seqs: Float64Array.from(rooms.flatMap(([, seqs]) => seqs)),
+        };
+      }
       if (org.users < job.minUsers || org.users > job.maxUsers) return { kind: 'skipped', version: org.version, users: org.users };
       return { kind: 'index', parts: parts(org.version, org.users, org.keyLength) };
     })();
@@ -79,7 +95,7 @@ function fakeLoader(
       return parts(copy.version, copy.users, copy.keyLength);
     },
   };
-  return { load, jobs, reads, copiesRead };
+  return { load, jobs, roomsJobs, reads, copiesRead };
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -248,7 +264,7 @@ describe('SearchIndexes', () => {
       ['read'],
       'the whole read has started, and goes on',
     );
-    assert.deepEqual(indexes.status(), { organizations: 1, loading: 1 });
+    assert.deepEqual(indexes.status(), { organizations: 1, loading: 2 }, "the whole read, and the copied index's largest rooms after it");
     open();
     await settled(indexes);
     assert.equal(indexes.index('read', 1)?.users, 20);
@@ -689,6 +705,92 @@ describe('SearchIndexes', () => {
       [0, 1, 2, 3].map((user) => members?.has(user)),
       [false, true, false, true],
     );
+  });
+
+  it('reads the members of the largest rooms as soon as the index is held, so a filter on them needs no wait', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 64, largestRooms: { big: [1, 2, 3, 5, 8], small: [13] } }]]);
+    const { load, jobs, roomsJobs, reads } = fakeLoader(directory);
+    const logged: string[] = [];
+    const log = { info: (_d: object, message: string) => logged.push(message), warn: () => undefined };
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, log, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    const index = indexes.index('acme', 1)!;
+    const big = indexes.members('acme', index, 'big');
+    assert.deepEqual(
+      [...Array(10).keys()].filter((user) => big?.has(user)),
+      [0, 1, 2, 4, 7],
+    );
+    assert.ok(indexes.members('acme', index, 'small')?.has(12));
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization'],
+      'no room read on demand',
+    );
+    assert.deepEqual(roomsJobs, [{ kind: 'rooms', orgId: 'acme', skip: [], maxRooms: Math.floor((1 << 20) / 8 / 8), maxMembers: 64 }]);
+    assert.ok(logged.includes("search index: the largest rooms' members read"));
+    await indexes.close();
+  });
+
+  it('reads no more rooms than a share of the memory holds, only into memory free, and only at the index version', async () => {
+    const users = 8 * 1024;
+    const rooms = { first: [1], second: [2], third: [3] };
+    // An index of 8,192 users (about 600 KB) in 1 MB: rooms of 1 KB each, up to 128 KB of them.
+    const directory: Directory = new Map([['acme', { version: 1, users, keyLength: 45, largestRooms: rooms }]]);
+    const { load, roomsJobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    assert.equal(roomsJobs[0]?.maxRooms, 128);
+
+    // Nearly full: none fits.
+    const full = new SearchIndexes(noDatabase, { memoryBytes: bytesOfParts(parts(1, users)) + 1000, minUsers: 0 }, load, quiet, reads);
+    full.index('acme', 1);
+    await settled(full);
+    const fullIndex = full.index('acme', 1)!;
+    assert.equal(full.members('acme', fullIndex, 'first'), undefined, 'not held: read on demand, and the database answers meanwhile');
+    assert.equal(roomsJobs.length, 1, 'and not even asked for');
+
+    // Read at a version the index has moved on from: dropped.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = fakeLoader(directory);
+    const asked: LoadJob[] = [];
+    const heldBack = (job: LoadJob): RunningLoad => {
+      if (job.kind !== 'rooms') return held.load(job);
+      asked.push(job);
+      return { result: released.then(() => held.load(job).result), cancel: async () => undefined };
+    };
+    const moving = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, heldBack, quiet, held.reads);
+    moving.index('acme', 1);
+    while (asked.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    directory.set('acme', { version: 2, users, largestRooms: rooms });
+    release();
+    await settled(moving);
+    assert.equal(moving.members('acme', moving.index('acme', 1)!, 'first'), undefined);
+    await Promise.all([indexes.close(), full.close(), moving.close()]);
+  });
+
+  it('reads the largest rooms again after an import replaced the members of one it held', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, largestRooms: { board: [2, 4] } }]]);
+    const { load, roomsJobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    assert.ok(indexes.members('acme', indexes.index('acme', 1)!, 'board')?.has(3));
+    directory.set('acme', { version: 2, users: 10, largestRooms: { board: [5] }, changes: { changed: [], rooms: ['board'] } });
+    indexes.index('acme', 2);
+    await settled(indexes);
+    const board = indexes.members('acme', indexes.index('acme', 2)!, 'board');
+    assert.deepEqual(
+      [...Array(10).keys()].filter((user) => board?.has(user)),
+      [4],
+    );
+    assert.deepEqual(
+      roomsJobs.map((job) => job.skip),
+      [[], []],
+    );
+    await indexes.close();
   });
 
   it('after a failed load, waits before trying the organization again', async () => {

@@ -16,8 +16,11 @@ interface KeptAnswer {
   route: string;
 }
 
-/** Answers kept at most; each holds its key and a reference to a body the lookup keeps anyway. */
-const KEPT_ANSWERS = 10_000;
+/**
+ * The bytes of answers kept at most, as for the lookup's own page cache: most bodies are the very
+ * buffers it keeps, but one it has let go is held here until it goes here too.
+ */
+const KEPT_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** The token of the database's changes taken when a request that may be kept arrived, before anything was read for it. */
 const arrivalTokens = new WeakMap<IncomingMessage, number>();
@@ -52,7 +55,7 @@ export class AnswerReplay {
 
   constructor(changes: ChangeSource, log: FastifyBaseLogger, now: () => number = Date.now) {
     this.#changes = changes;
-    this.#answers = new ChangeScopedCache(changes, KEPT_ANSWERS);
+    this.#answers = new ChangeScopedCache(changes, KEPT_ANSWER_BYTES, (answer) => answer.body.byteLength + 512);
     this.#log = log;
     this.#now = now;
   }

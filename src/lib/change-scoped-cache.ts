@@ -29,9 +29,10 @@ export class ChangeScopedCache<K, V> {
   /** Moves with the database's token and with every delete or clear: a read begun before either is not kept. */
   #generation = 0;
 
-  constructor(changes: ChangeSource, capacity: number) {
+  /** `capacity` and `weigh` as for LruCache: entries, or a total weight such as bytes. */
+  constructor(changes: ChangeSource, capacity: number, weigh?: (value: V) => number) {
     this.#changes = changes;
-    this.#entries = new LruCache<K, V>(capacity);
+    this.#entries = new LruCache<K, V>(capacity, weigh);
   }
 
   /** Where the cache stands: take it before a read, and give it to set() after. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { sql } from 'kysely';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /*
@@ -85,10 +86,11 @@ interface Query {
 
 function model(org: ModelOrg, q: Query, maxPageSize: number) {
   const room = org.rooms.find((r) => r.id === q.room)!;
+  const members = new Set(room.members);
   const rows = org.users
     .filter((u) => u.status !== 'suspended' && (org.externalSignatories || !u.external))
     .map((u) => {
-      const roomMember = room.members.includes(u.id);
+      const roomMember = members.has(u.id);
       const requiresInvitation = !roomMember && (u.external || u.status === 'pending');
       return { u, roomMember, requiresInvitation };
     })
@@ -113,12 +115,15 @@ function model(org: ModelOrg, q: Query, maxPageSize: number) {
   const sortBy = (q.sortBy ?? 'lastname').toLowerCase() as 'firstname' | 'lastname' | 'email';
   const fields = [sortBy, ...(['lastname', 'firstname', 'email'] as const).filter((f) => f !== sortBy)];
   const sign = (q.sortDirection ?? 'ASC').toUpperCase() === 'DESC' ? -1 : 1;
+  // Each row's sort key folded once, not at every comparison.
+  const keys = new Map(rows.map((row) => [row, [...fields.map((f) => fold(row.u[f])), row.u.id]]));
   rows.sort((a, b) => {
-    for (const f of fields) {
-      const c = utf8Compare(fold(a.u[f]), fold(b.u[f]));
+    const [x, y] = [keys.get(a)!, keys.get(b)!];
+    for (let i = 0; i < x.length; i++) {
+      const c = utf8Compare(x[i]!, y[i]!);
       if (c !== 0) return sign * c;
     }
-    return sign * utf8Compare(a.u.id, b.u.id);
+    return 0;
   });
   const page = q.page ?? 0;
   const size = Math.min(q.size ?? 2000, maxPageSize);
@@ -312,6 +317,113 @@ for (const mode of MODES)
           const expected = model(org, { room: 'room', sortBy, sortDirection, size: 2000 }, 2000).content.map((s) => s.email);
           assert.deepEqual(seen, expected);
           assert.equal(new Set(seen).size, seen.length);
+        }
+      }
+    });
+  });
+
+/**
+ * A directory large enough for the in-memory index's ways of searching a room to differ: a room of
+ * 40% of the users (scanned from one member's key to the next), one of 1% (each member's key
+ * checked), an empty one; common terms (in names and emails, accented or not), external and
+ * pending users, members and non-members of each kind.
+ */
+function largeRoomOrg(id: string, externalSignatories: boolean): ModelOrg {
+  const FIRST = ['Anna', 'Ännä', 'Marie', 'Hannah', 'Jo', 'Mårten', null, 'Élodie'];
+  const LAST = ['Marsh', 'Bannister', 'Omar', 'Lee', 'Müller', null, 'Ng'];
+  const users: ModelUser[] = Array.from({ length: 4_000 }, (_, i) => {
+    const firstname = FIRST[(i * 7) % FIRST.length]!;
+    const lastname = LAST[(i * 3 + (i >> 4)) % LAST.length]!;
+    return {
+      id: `u${String(i).padStart(4, '0')}`,
+      firstname,
+      lastname,
+      email: `${(firstname ?? 'x').toLowerCase()}.${i}@${i % 9 === 0 ? 'partner' : id}.test`,
+      external: i % 9 === 0,
+      status: i % 31 === 0 ? 'suspended' : i % 5 === 0 ? 'pending' : 'active',
+    };
+  });
+  return {
+    id,
+    externalSignatories,
+    users,
+    rooms: [
+      { id: 'large', members: users.filter((_, i) => (i * 13) % 5 < 2).map((u) => u.id) },
+      { id: 'few', members: users.filter((_, i) => i % 100 === 7).map((u) => u.id) },
+      { id: 'empty', members: [] },
+    ],
+  };
+}
+
+for (const mode of MODES)
+  describe(`signatory lookup in large rooms against the model, every purpose with terms, ${mode.name}`, () => {
+    let t: TestApp;
+    const MAX_PAGE_SIZE = 20;
+    const auth = basic('root', 'root-password');
+    const orgs = [largeRoomOrg('big', true), largeRoomOrg('closed', false)];
+
+    before(async () => {
+      t = await startTestApp({ SIGNROOM_MAX_PAGE_SIZE: String(MAX_PAGE_SIZE), ...mode.env });
+      await t.importDirectory({
+        organizations: orgs.map((org) => ({ ...org, settings: { externalSignatories: org.externalSignatories } })),
+        credentials: [{ username: 'root', password: 'root-password', organizations: '*' }],
+      });
+      if (!mode.indexed) return;
+      // A lookup without a filter on members has each index loaded; the largest rooms' members follow it unasked.
+      for (const org of orgs) await t.app.inject({ url: `${LOOKUP(org.id, 'large')}?searchQuery=warm`, headers: { authorization: auth } });
+      for (let status = { loading: 1 }; status.loading > 0;) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        status = (await t.app.inject('/readyz')).json().searchIndexes;
+      }
+    });
+    after(async () => t.close());
+
+    if (mode.indexed)
+      it('holds the members of the rooms that have any before a lookup asks for them', async () => {
+        for (const org of orgs) {
+          const [row] = await t.sql<{ version: number | string }>(sql`SELECT directory_version AS version FROM organizations WHERE id = ${org.id}`);
+          const index = t.app.searchIndexes.index(org.id, Number(row!.version));
+          assert.ok(index !== undefined, `the index of ${org.id} is held`);
+          for (const room of ['large', 'few']) {
+            const members = t.app.searchIndexes.members(org.id, index, room);
+            assert.equal(members?.size, org.rooms.find((r) => r.id === room)!.members.length, `${org.id}/${room}`);
+          }
+        }
+      });
+
+    it('answers every purpose and flag with common terms exactly like the model, in every room', async () => {
+      const filters: Pick<Query, 'purpose' | 'roomMember' | 'requiresInvitation'>[] = [
+        { purpose: 'SIGNING_REQUEST_SIGNATORY' },
+        { purpose: 'SIGNATORY_INVITATION' },
+        { purpose: 'PERMISSION_INVITATION' },
+        { purpose: 'SIGNING_REQUEST_DELIVERY_RECIPIENT' },
+        {},
+        { roomMember: 'true' },
+        { roomMember: 'false', requiresInvitation: 'true' },
+        { requiresInvitation: 'false' },
+      ];
+      const terms = ['ann', 'mar', 'an', 'partner', 'ANN MAR', 'müller .1', 'zzz'];
+      let turn = 0;
+      for (const org of orgs) {
+        for (const room of ['large', 'few', 'empty']) {
+          for (const filter of filters) {
+            for (const searchQuery of terms) {
+              turn += 1;
+              const query: Query = {
+                room,
+                searchQuery,
+                ...filter,
+                sortBy: ['lastname', 'firstname', 'email'][turn % 3]!,
+                sortDirection: turn % 2 === 0 ? 'ASC' : 'DESC',
+                page: [0, 0, 1, 7][turn % 4]!,
+                size: [20, 7][turn % 2]!,
+              };
+              const params = new URLSearchParams(Object.entries(query).flatMap(([key, value]) => (key === 'room' ? [] : [[key, String(value)]])));
+              const response = await t.app.inject({ url: `${LOOKUP(org.id, room)}?${params}`, headers: { authorization: auth } });
+              assert.equal(response.statusCode, 200, response.body);
+              assert.deepEqual(response.json(), model(org, query, MAX_PAGE_SIZE), `${org.id} ${JSON.stringify(query)}`);
+            }
+          }
         }
       }
     });

@@ -225,6 +225,8 @@ interface Base {
   orders: Readonly<Record<SortField, Int32Array>>;
   /** Each user's place in each order (the orders inverted): a few matches are sorted by it, not found by walking the order. */
   places: Readonly<Record<SortField, Int32Array>>;
+  /** How often each byte value occurs in the keys (sampled): a term is searched for from its rarest byte. */
+  byteCounts: Uint32Array;
   bytes: number;
 }
 
@@ -281,7 +283,8 @@ export class SearchIndex {
     this.version = (parts as SearchIndexParts).version;
     const bytes = bytesOfParts(parts as SearchIndexParts);
     const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
-    this.#base = { keys: Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength).toString('latin1'), starts, kinds, seqs, orders, places, bytes };
+    const text = Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength).toString('latin1');
+    this.#base = { keys: text, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes };
     this.bytes = bytes;
   }
 
@@ -455,7 +458,8 @@ export class SearchIndex {
     for (const field of SORT_FIELDS) orders[field] = mergedOrder(base.orders[field], overlay.inserts[field], overlay.replaced, users);
     const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
     const bytes = at + starts.byteLength + overlay.kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
-    return new SearchIndex({ keys: pieces.join(''), starts, kinds: overlay.kinds, seqs, orders, places, bytes }, this.version);
+    const text = pieces.join('');
+    return new SearchIndex({ keys: text, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes }, this.version);
   }
 
   /**
@@ -706,6 +710,7 @@ export class SearchIndex {
    */
   #scanMembers(term: string, members: RoomMembers, found: (user: number) => void): void {
     const { keys, starts } = this.#base;
+    const needle = needleOf(term, this.#base.byteCounts);
     const held = this.#base.seqs.length;
     const overlay = this.#overlay;
     // The next member held in the base, from `from` on, passing over those changed since (their keys are the overlay's).
@@ -715,7 +720,7 @@ export class SearchIndex {
       return user < held ? user : -1;
     };
     for (let user = next(0); user >= 0;) {
-      const at = keys.indexOf(term, starts[user]);
+      const at = findNext(keys, needle, starts[user]!);
       if (at < 0) break;
       const holder = keyAt(starts, at, user);
       if (holder === user) {
@@ -735,15 +740,16 @@ export class SearchIndex {
   /** Calls `found` with every user whose key contains the term: the base's keys (but for users changed since), then the changed users' keys. */
   #scan(term: string, found: (user: number) => void): void {
     const overlay = this.#overlay;
+    const needle = needleOf(term, this.#base.byteCounts);
     if (overlay === undefined) {
-      scanKeys(this.#base.keys, this.#base.starts, term, found);
+      scanKeys(this.#base.keys, this.#base.starts, needle, found);
       return;
     }
     const replaced = overlay.replaced;
-    scanKeys(this.#base.keys, this.#base.starts, term, (user) => {
+    scanKeys(this.#base.keys, this.#base.starts, needle, (user) => {
       if (replaced[user] !== 1) found(user);
     });
-    scanKeys(overlay.keys, overlay.starts, term, (change) => found(overlay.users[change]!));
+    scanKeys(overlay.keys, overlay.starts, needle, (change) => found(overlay.users[change]!));
   }
 }
 
@@ -835,14 +841,56 @@ export function warmUp(index: SearchIndex): void {
 }
 
 /** Calls `found` with the number of every key in `keys` (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */
-function scanKeys(keys: string, starts: Int32Array, term: string, found: (key: number) => void): void {
+function scanKeys(keys: string, starts: Int32Array, needle: Needle, found: (key: number) => void): void {
   let key = 0;
-  let at = keys.indexOf(term, 0);
+  let at = findNext(keys, needle, 0);
   while (at >= 0) {
     key = keyAt(starts, at, key);
     found(key);
-    at = keys.indexOf(term, starts[key + 1]);
+    at = findNext(keys, needle, starts[key + 1]!);
   }
+}
+
+/**
+ * A term as the keys are searched for it: from its rarest byte on (`tail`), the bytes before that
+ * (`head`) compared where the tail is found. String#indexOf looks for the first byte of what it
+ * is given and compares the rest there, so a term starting with a common letter ("example",
+ * "ann") costs a stop at every such letter in the keys, its rarest byte far fewer.
+ */
+interface Needle {
+  head: string;
+  tail: string;
+}
+
+/**
+ * The term's needle, by how often each byte occurs in the keys searched: from its first byte unless
+ * another is several times rarer (each find of the tail whose head does not match costs another
+ * call, where a search from the first byte goes on inside one).
+ */
+function needleOf(term: string, byteCounts: Uint32Array): Needle {
+  let rarest = 0;
+  for (let at = 1; at < term.length; at++) if (byteCounts[term.charCodeAt(at)]! < byteCounts[term.charCodeAt(rarest)]!) rarest = at;
+  if (byteCounts[term.charCodeAt(rarest)]! * RARER < byteCounts[term.charCodeAt(0)]!) return { head: term.slice(0, rarest), tail: term.slice(rarest) };
+  return { head: '', tail: term };
+}
+
+/** How many times rarer than a term's first byte another must be for the term to be searched for from it. */
+const RARER = 4;
+
+/** Where the next occurrence of the needle's term in `keys` starts, from `from` on; -1 when there is none. */
+function findNext(keys: string, needle: Needle, from: number): number {
+  const skip = needle.head.length;
+  for (let at = keys.indexOf(needle.tail, from + skip); at >= 0; at = keys.indexOf(needle.tail, at + 1)) {
+    if (skip === 0 || keys.startsWith(needle.head, at - skip)) return at - skip;
+  }
+  return -1;
+}
+
+/** How often each byte value occurs in the keys (a one-byte string), counted at one byte in 61: enough to tell rare bytes from common ones. */
+function byteCountsOf(keys: string): Uint32Array {
+  const counts = new Uint32Array(256);
+  for (let at = 0; at < keys.length; at += 61) counts[keys.charCodeAt(at)]! += 1;
+  return counts;
 }
 
 /** The key that holds byte `at`, searching from `from` (matches come in order): a few steps, then halving. */

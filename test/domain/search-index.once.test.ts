@@ -142,6 +142,37 @@ describe('SearchIndex', () => {
     assert.equal(ask('d'), 1);
   });
 
+  it('finds a term from its rarest byte on, never where what comes before it belongs to another field or user', () => {
+    // "a" is in most keys, "q" in few: "aq" is looked for at each "q", its "a" compared there.
+    const keys = ['xa', 'qz', 'aq', 'a\nqz', 'qaq', 'zq', 'xaq\nq', ...Array.from({ length: 300 }, () => 'aaaaaaaaaa')];
+    const users = keys.map((searchKey, i): User => ({
+      seq: i + 1,
+      searchKey,
+      external: false,
+      needsInvite: false,
+      candidate: true,
+      member: i % 2 === 0,
+      rank: { lastname: i, firstname: i, email: i },
+    }));
+    const index = build(users);
+    const ask = (terms: string[], filter: SignatoryFilter = {}) =>
+      index.search({
+        terms,
+        includeExternal: true,
+        filter,
+        members: index.roomMembers(users.filter((u) => u.member).map((u) => u.seq)),
+        sortBy: 'lastname',
+        direction: 'ASC',
+        offset: 0,
+        size: 50,
+      });
+    assert.deepEqual(ask(['aq']), { total: 3, seqs: [3, 5, 7] });
+    assert.deepEqual(ask(['aq'], { roomMember: true }), { total: 3, seqs: [3, 5, 7] });
+    assert.deepEqual(ask(['aq'], { roomMember: false }), { total: 0, seqs: [] });
+    assert.deepEqual(ask(['xaq']), { total: 1, seqs: [7] });
+    assert.deepEqual(ask(['aqz']).total, 0);
+  });
+
   it('refuses a filter on room membership without the members', () => {
     const index = build([]);
     assert.throws(() =>

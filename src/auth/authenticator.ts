@@ -63,8 +63,8 @@ export const TOKEN_USE_WRITE_MS = 60_000;
  * committed a change to it since it was read (SQLite's data_version,
  * PostgreSQL's change notices), so revoking or changing it takes effect at
  * once; only the slow hash is skipped for a password verified against that
- * same row within the last few seconds. Cache keys are HMACs under a
- * per-process secret, so the cache never holds a password or a fast hash of one.
+ * same row within the last few seconds. Cache keys are SHA-256 hashes under a
+ * per-process salt, so the cache never holds a password or a fast hash of one.
  */
 export class Authenticator {
   readonly #db: Kysely<Database>;

@@ -22,8 +22,21 @@ interface KeptAnswer {
  */
 const KEPT_ANSWER_BYTES = 64 * 1024 * 1024;
 
-/** The token of the database's changes taken when a request that may be kept arrived, before anything was read for it. */
-const arrivalTokens = new WeakMap<IncomingMessage, number>();
+/**
+ * A request the replay looked at and passed on: when it arrived (`performance.now()`), and the
+ * token of the database's changes taken then, caught up to that moment, before anything was read
+ * for it.
+ */
+const arrivals = new WeakMap<IncomingMessage, { at: number; token: number | undefined }>();
+
+/**
+ * When a request passed on by the replay arrived: the moment its reads must be at least as new
+ * as. The replay has caught the database's changes up to it already, so the framework's own
+ * reads need no second catch-up (on PostgreSQL, a query to the listening connection).
+ */
+export function arrivedAt(request: IncomingMessage): number | undefined {
+  return arrivals.get(request)?.at;
+}
 
 /**
  * Sends a GET's answer again, byte for byte, without running it through the framework: when the
@@ -55,7 +68,8 @@ export class AnswerReplay {
 
   constructor(changes: ChangeSource, log: FastifyBaseLogger, now: () => number = Date.now) {
     this.#changes = changes;
-    this.#answers = new ChangeScopedCache(changes, KEPT_ANSWER_BYTES, (answer) => answer.body.byteLength + 512);
+    // A small body may be a slice of a shared 8 KiB block, which it keeps alive: weighed as the block.
+    this.#answers = new ChangeScopedCache(changes, KEPT_ANSWER_BYTES, (answer) => Math.max(answer.body.byteLength, answer.body.buffer.byteLength) + 512);
     this.#log = log;
     this.#now = now;
   }
@@ -73,14 +87,19 @@ export class AnswerReplay {
         next(request, response);
         return;
       }
-      this.#replayOr(request, response, next).catch((error: unknown) => {
+      let passedOn = false;
+      const passOn = () => {
+        passedOn = true;
+        next(request, response);
+      };
+      this.#replayOr(request, response, passOn).catch((error: unknown) => {
         this.#log.error({ err: error }, 'answer replay failed: the request goes to the framework');
-        if (!response.headersSent) next(request, response);
+        if (!passedOn && !response.headersSent) passOn();
       });
     };
   }
 
-  async #replayOr(request: IncomingMessage, response: ServerResponse, next: (request: IncomingMessage, response: ServerResponse) => void): Promise<void> {
+  async #replayOr(request: IncomingMessage, response: ServerResponse, passOn: () => void): Promise<void> {
     const arrivedAt = performance.now();
     await afterPendingReads();
     const caughtUp = this.#changes.catchUp(arrivedAt);
@@ -88,8 +107,8 @@ export class AnswerReplay {
     const token = this.#answers.token(arrivedAt);
     const kept = token === undefined || this.#stopped ? undefined : this.#answers.get(this.#key(request), arrivedAt);
     if (kept === undefined || kept.validUntil <= this.#now() || request.destroyed) {
-      if (token !== undefined) arrivalTokens.set(request, token);
-      next(request, response);
+      arrivals.set(request, { at: arrivedAt, token });
+      passOn();
       return;
     }
     const id = requestId(request);
@@ -106,7 +125,7 @@ export class AnswerReplay {
    * (route hooks run after the app's), so the headers are those sent.
    */
   readonly replayable = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void => {
-    const token = arrivalTokens.get(request.raw);
+    const token = arrivals.get(request.raw)?.token;
     const validUntil = request.authValidUntil;
     if (token !== undefined && validUntil !== undefined && reply.statusCode === 200 && Buffer.isBuffer(payload) && !this.#stopped) {
       this.#answers.set(

@@ -4,6 +4,7 @@ import { scopeIncludes, type Authenticator, type AuthOutcome } from '../auth/aut
 import { bearerToken } from '../domain/api-token.ts';
 import type { CredentialScope } from '../repositories/credential-repository.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
+import { arrivedAt } from './answer-replay.ts';
 import { sendProblem } from './problem-handlers.ts';
 
 export const WWW_AUTHENTICATE = 'Basic realm="signroom", charset="UTF-8"';
@@ -33,8 +34,10 @@ const CHALLENGE = { 'www-authenticate': WWW_AUTHENTICATE };
  */
 export function requireAuth(scope: FastifyInstance, authenticator: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
-    request.receivedAt = performance.now();
-    await afterPendingReads();
+    // Passed on by the answer replay: it arrived earlier, and the replay already waited for what was read before then.
+    const arrived = arrivedAt(request.raw);
+    request.receivedAt = arrived ?? performance.now();
+    if (arrived === undefined) await afterPendingReads();
     const outcome = await authenticator.authenticate(request.headers.authorization, request.receivedAt, request.ip);
     logAuthOutcome(request, outcome);
     switch (outcome.kind) {

@@ -3,58 +3,18 @@ import type { IncomingMessage } from 'node:http';
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 
-/** Lines kept before they are handed to the writer together, in characters. */
-const BATCH_CHARS = 16_384;
-/** The longest a line waits for others (a quiet server's lines appear this late at most). */
-const BATCH_MS = 100;
+/** Log bytes held while standard output does not take them (a stalled log reader): beyond, lines are dropped. */
+const MAX_HELD_BYTES = 16 * 1024 * 1024;
 
 /**
- * Where the log goes when no stream is given: standard output, lines gathered in memory and handed
- * to pino's asynchronous writer (SonicBoom: partial writes, a full pipe, the flush at exit) 16 KiB
- * or a tenth of a second at a time. A line handed to SonicBoom one by one cost about three times
- * what it costs gathered (docs/benchmarks.md, "The lookup's hot path"). What is still gathered is
- * written when the process exits (also on an uncaught error), so only a SIGKILL can lose the last
- * tenth of a second of lines.
+ * Where the log goes when no stream is given: standard output, written asynchronously by pino's
+ * writer (SonicBoom) 4 KiB or a tenth of a second at a time, and flushed when the process exits
+ * (an uncaught error included): under load, the lines of many requests leave in one write. If
+ * standard output stops taking lines (a stalled log collector), at most 16 MiB are held and
+ * further lines are dropped, where a synchronous write would stop the whole server.
  */
 export function standardOutputLog(): DestinationStream {
-  return new GatheredLines(pino.destination({ dest: 1, sync: false }));
-}
-
-/** pino's asynchronous writer (SonicBoom). */
-type Writer = ReturnType<typeof pino.destination>;
-
-class GatheredLines implements DestinationStream {
-  readonly #writer: Writer;
-  #lines: string[] = [];
-  #chars = 0;
-  #timer: NodeJS.Timeout | undefined;
-
-  constructor(writer: Writer) {
-    this.#writer = writer;
-    process.on('exit', () => {
-      this.#handOver();
-      this.#writer.flushSync();
-    });
-  }
-
-  write(line: string): void {
-    this.#lines.push(line);
-    this.#chars += line.length;
-    if (this.#chars >= BATCH_CHARS) this.#handOver();
-    else if (this.#timer === undefined) {
-      this.#timer = setTimeout(() => this.#handOver(), BATCH_MS);
-      this.#timer.unref();
-    }
-  }
-
-  #handOver(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#lines.length === 0) return;
-    this.#writer.write(this.#lines.join(''));
-    this.#lines = [];
-    this.#chars = 0;
-  }
+  return pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 100, maxLength: MAX_HELD_BYTES });
 }
 
 /**

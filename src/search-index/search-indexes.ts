@@ -347,7 +347,7 @@ export class SearchIndexes {
       this.index(orgId, version);
       const done = this.#done.get(key);
       // Not behind other loads, or a whole read of seconds.
-      const first = this.#working?.kind === 'room' || this.#working?.kind === 'rooms' ? this.#queue[0] : this.#working;
+      const first = this.#working?.kind === 'room' ? this.#queue[0] : this.#working;
       if (done === undefined || first === undefined || jobKey(first) !== key) return false;
       const left = deadline - performance.now();
       if (left <= 0) return true;
@@ -423,7 +423,10 @@ export class SearchIndexes {
     let resolve!: () => void;
     const promise = new Promise<void>((done) => (resolve = done));
     this.#done.set(jobKey(job), { promise, resolve });
-    this.#queue.push(job);
+    // An index brought up to date goes before the largest rooms' reads queued (seconds each): lookups wait for it.
+    const rooms = job.kind === 'organization' ? this.#queue.findIndex((queued) => queued.kind === 'rooms') : -1;
+    if (rooms >= 0) this.#queue.splice(rooms, 0, job);
+    else this.#queue.push(job);
     // The worker takes the job before its first wait, so #working is set from here on.
     if (this.#working === undefined) this.#running = this.#work();
   }
@@ -536,7 +539,8 @@ export class SearchIndexes {
       return;
     }
     const index = this.#keep(orgId, result.parts, rooms);
-    this.#enqueue({ kind: 'rooms', orgId });
+    // The largest rooms' members, when none were held or some held are gone (replaced, or edited while the index was read whole).
+    if (held === undefined || [...held.rooms.keys()].some((roomId) => !rooms.has(roomId))) this.#enqueue({ kind: 'rooms', orgId });
     this.#log.info(
       {
         organization: orgId,
@@ -649,7 +653,8 @@ export class SearchIndexes {
 
   /**
    * Reads the members of the organization's largest rooms not held (see PRELOADED_ROOMS_SHARE), in
-   * a loading process, and holds them if the index is still at the version they were read at.
+   * a loading process, and holds them if the index is at the version they were read at (members of
+   * a later version would answer lookups reading the index's).
    */
   async #loadLargestRooms(orgId: string, started: number): Promise<void> {
     const ready = this.#ready.get(orgId);
@@ -661,7 +666,7 @@ export class SearchIndexes {
     // Members read in all: no more than the organization's users, so this costs at most what a whole read of its index does.
     const result = await this.#run({ kind: 'rooms', orgId, skip: [...ready.rooms.keys()], maxRooms, maxMembers: ready.index.users });
     const now = this.#ready.get(orgId);
-    if (result.kind !== 'rooms' || this.#closed || now === undefined || now.index.version !== result.version) return;
+    if (result.kind !== 'rooms' || this.#closed || now !== ready || now.index.version !== result.version) return;
     let at = 0;
     const held: string[] = [];
     for (const { roomId, members: count } of result.rooms) {

@@ -793,6 +793,50 @@ describe('SearchIndexes', () => {
     await indexes.close();
   });
 
+  it("brings an index up to date before the largest rooms' reads queued, and lets no lookup wait behind one", async () => {
+    const changed: ChangedUser = {
+      seq: 3,
+      id: 'u3',
+      searchKey: `\n\n${emailOf(3)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(3) },
+      external: true,
+      needsInvite: false,
+      candidate: true,
+    };
+    const directory: Directory = new Map<string, { version: number; users: number; largestRooms: Record<string, number[]> }>([
+      ['acme', { version: 1, users: 10, largestRooms: { board: [2] } }],
+      ['beta', { version: 1, users: 10, largestRooms: { staff: [3] } }],
+    ]);
+    const fake = fakeLoader(directory);
+    const order: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const load = (job: LoadJob): RunningLoad => {
+      order.push(`${job.kind} ${job.orgId}`);
+      if (job.kind !== 'rooms') return fake.load(job);
+      return { result: released.then(() => fake.load(job).result), cancel: async () => undefined };
+    };
+    const reads: DirectoryReads = {
+      ...fake.reads,
+      changesSince: (job) => {
+        order.push(`${job.kind} ${job.orgId}`);
+        return fake.reads.changesSince(job);
+      },
+    };
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    indexes.index('beta', 1);
+    while (!order.includes('rooms acme')) await new Promise((resolve) => setTimeout(resolve, 1));
+    // While acme's rooms are read (beta's queued after them), acme changes.
+    directory.set('acme', { version: 2, users: 10, largestRooms: { board: [2] }, changes: { changed: [changed], rooms: [] } });
+    assert.equal(await indexes.catchUp('acme', 2, 1_000), false, 'no wait behind the rooms read: the database answers');
+    release();
+    await settled(indexes);
+    assert.deepEqual(order, ['organization acme', 'organization beta', 'rooms acme', 'changes acme', 'rooms beta']);
+    assert.equal(indexes.index('acme', 2)?.users, 10);
+    await indexes.close();
+  });
+
   it('after a failed load, waits before trying the organization again', async () => {
     const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
     const { load, jobs, reads } = fakeLoader(directory, { fail: new Set(['acme']) });

@@ -3,7 +3,7 @@
  * memory at rest holds no render process). The real app, real processes: pids are read from /proc.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,23 +11,13 @@ import { after, before, describe, it } from 'node:test';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { RenderPool } from '../../src/documents/render-pool.ts';
-import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { DIRECTORY } from '../helpers/fixtures.ts';
+import { renderWorkers, upload } from '../helpers/render-processes.ts';
 import { inspectPng } from '../helpers/images.ts';
 import { topHalfBlackPdf } from '../helpers/pdf.ts';
-import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
-const DOCUMENTS = '/admin/api/v3/organizations/acme/rooms/board/documents';
-const auth = basic('acme-admin', ACME_PASSWORD);
 const TOKEN = 'metrics-token-0123456789abcdef';
-
-function upload(t: TestApp, pdf: Buffer) {
-  return t.app.inject({
-    method: 'POST',
-    url: DOCUMENTS,
-    headers: { authorization: auth, 'content-type': 'application/json' },
-    payload: JSON.stringify({ payload: pdf.toString('base64') }),
-  });
-}
 
 /** Asserts the upload was stored with a thumbnail of topHalfBlackPdf's page 1. */
 async function assertThumbnail(response: Awaited<ReturnType<typeof upload>>): Promise<void> {
@@ -38,22 +28,6 @@ async function assertThumbnail(response: Awaited<ReturnType<typeof upload>>): Pr
   assert.equal(png.width, 200);
   assert.ok(png.meanOf(0.05, 0.45) < 20, 'the top half is black');
   assert.ok(png.meanOf(0.55, 0.7) > 230, 'below it the page is white');
-}
-
-/** The render worker processes this test process started (through an app's pool). */
-function renderWorkers(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('render-worker');
-      } catch {
-        return false; // gone meanwhile
-      }
-    })
-    .map(Number);
 }
 
 /** Waits (up to 10 s) until `done` holds. */

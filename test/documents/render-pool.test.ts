@@ -1,45 +1,19 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
+import { DIRECTORY } from '../helpers/fixtures.ts';
+import { ACME_AUTH, DOCUMENTS, renderWorkers, upload } from '../helpers/render-processes.ts';
 import { contentStreamBomb, hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../helpers/poppler.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
-const DOCUMENTS = '/admin/api/v3/organizations/acme/rooms/board/documents';
-const auth = basic('acme-admin', ACME_PASSWORD);
-
-/** Uploads a PDF to the board room of `t`'s app. */
-function upload(t: TestApp, pdf: Buffer) {
-  return t.app.inject({
-    method: 'POST',
-    url: DOCUMENTS,
-    headers: { authorization: auth, 'content-type': 'application/json' },
-    payload: JSON.stringify({ payload: pdf.toString('base64') }),
-  });
-}
+const auth = ACME_AUTH;
 
 /** A stored document's metadata. */
 async function metadataOf(t: TestApp, id: string) {
   return (await t.app.inject({ url: `${DOCUMENTS}/${id}`, headers: { authorization: auth } })).json();
-}
-
-/** The render worker processes this test process started (through the app's pool). */
-function renderWorkers(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('render-worker');
-      } catch {
-        return false; // gone meanwhile
-      }
-    })
-    .map(Number);
 }
 
 /*

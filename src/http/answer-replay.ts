@@ -3,7 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { ChangeScopedCache, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
-import { completedLine, requestId } from './request-log.ts';
+import { completedLineWriter, requestId } from './request-log.ts';
 
 /** What is replayed: the answer's bytes and headers (its own `X-Request-Id` aside), while the credential is sure to pass. */
 interface KeptAnswer {
@@ -58,6 +58,7 @@ export class AnswerReplay {
   readonly #changes: ChangeSource;
   readonly #answers: ChangeScopedCache<string, KeptAnswer>;
   readonly #log: FastifyBaseLogger;
+  readonly #logCompleted: ReturnType<typeof completedLineWriter>;
   readonly #now: () => number;
   readonly #salt = randomBytes(32).toString('base64');
   #stopped = false;
@@ -71,6 +72,7 @@ export class AnswerReplay {
     // A small body may be a slice of a shared 8 KiB block, which it keeps alive: weighed as the block.
     this.#answers = new ChangeScopedCache(changes, KEPT_ANSWER_BYTES, (answer) => Math.max(answer.body.byteLength, answer.body.buffer.byteLength) + 512);
     this.#log = log;
+    this.#logCompleted = completedLineWriter(log);
     this.#now = now;
   }
 
@@ -116,7 +118,7 @@ export class AnswerReplay {
     response.end(kept.body);
     this.replayed += 1;
     const ms = performance.now() - arrivedAt;
-    this.#log.info({ reqId: id, ...completedLine('GET', request.url ?? '', 200, ms) }, 'request completed');
+    this.#logCompleted(id, 'GET', request.url ?? '', 200, ms);
     this.onReplayed?.(kept.route, 200, ms / 1000);
   }
 

@@ -58,6 +58,14 @@ describe('answers replayed while nothing changed', () => {
     assert.equal(line['msg'], 'request completed');
     assert.equal(line['statusCode'], 200);
     assert.equal(line['url'], url);
+    // The replay formats its line itself (request-log.ts, completedLineWriter): the framework's, field for field.
+    const framework = log.entries.find((entry) => entry['reqId'] === first.response.headers.get('x-request-id'));
+    assert.ok(framework !== undefined);
+    assert.deepEqual(Object.keys(line), Object.keys(framework));
+    const varying = (entry: Record<string, unknown>) => ({ ...entry, reqId: undefined, time: undefined, responseTime: undefined });
+    assert.deepEqual(varying(line), varying(framework));
+    assert.equal(typeof line['time'], 'number');
+    assert.equal(typeof line['responseTime'], 'number');
   });
 
   it('never replays to another URL, another password or an organization the credential does not cover', async () => {

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { BatchedLineWriter } from '../../src/lib/batched-line-writer.ts';
+
+/** A stream that records each write it is given, and (unless `drains`) never finishes one. */
+function recorder(drains: boolean): Writable & { writes: string[] } {
+  const writes: string[] = [];
+  const stream = new Writable({
+    highWaterMark: 1,
+    write(chunk: Buffer, _encoding, done) {
+      writes.push(chunk.toString('utf8'));
+      if (drains) done();
+    },
+  });
+  return Object.assign(stream, { writes });
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('BatchedLineWriter', () => {
+  it('hands the lines of one turn of the event loop to the stream in one write, in order', async () => {
+    const out = recorder(true);
+    const writer = new BatchedLineWriter(out, 1024);
+    writer.write('a\n');
+    writer.write('b\n');
+    assert.deepEqual(out.writes, [], 'nothing is written before the turn ends');
+    await turn();
+    writer.write('c\n');
+    await turn();
+    assert.deepEqual(out.writes, ['a\nb\n', 'c\n']);
+  });
+
+  it('drops lines, and counts them, once the stream holds too much', async () => {
+    const out = recorder(false);
+    const writer = new BatchedLineWriter(out, 10);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error & { code?: string }) => warnings.push(warning.code ?? '');
+    process.on('warning', onWarning);
+    try {
+      writer.write('12345\n');
+      await turn();
+      writer.write('1234\n');
+      writer.write('xy\n');
+      writer.write('z\n');
+      await turn();
+      assert.deepEqual(out.writes, ['12345\n'], 'the stream took one write and never finished it');
+      assert.equal(out.writableLength, 6 + 'xy\n'.length, 'the line that fitted waits in the stream');
+      assert.equal(writer.dropped, 2, 'the lines that would have held more than 10 bytes');
+      assert.deepEqual(warnings, ['SIGNROOM_LOG_DROPPED'], 'one warning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('writes what it holds when the process exits', () => {
+    const module = fileURLToPath(new URL('../../src/lib/batched-line-writer.ts', import.meta.url));
+    const script = `
+      const { BatchedLineWriter } = await import(${JSON.stringify(module)});
+      const writer = new BatchedLineWriter(process.stdout, 1 << 20);
+      for (let i = 0; i < 1000; i++) writer.write('line ' + i + '\\n');
+      process.exit(3);`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(child.status, 3, child.stderr);
+    const lines = child.stdout.split('\n').filter((line) => line !== '');
+    assert.equal(lines.length, 1000);
+    assert.equal(lines.at(-1), 'line 999');
+  });
+});

@@ -1,4 +1,10 @@
+import { writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
+
+/** At exit, how long the lines held may take to write when the reader is slow: a stalled one must not keep the process from ending. */
+const EXIT_WRITE_MS = 1000;
+/** What a retry at exit waits on, 1 ms at a time. */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * Log lines written to a stream (standard output) in batches: each line joins a list, and once
@@ -15,8 +21,10 @@ import type { Writable } from 'node:stream';
  *
  * If the stream stops taking lines (a stalled log collector), at most `maxHeldBytes` wait (in the
  * stream and here) and further lines are dropped, counted in `dropped`, with one warning on
- * standard error: a synchronous write would stop the whole server. Lines not yet handed to the
- * stream go to it when the process exits.
+ * standard error: a synchronous write would stop the whole server. When the process exits, the
+ * lines not yet handed over are written synchronously to the stream's descriptor, waiting at
+ * most a second for a slow reader; what the stream itself still holds then (only when the reader
+ * lags) is lost, as Node.js loses it.
  */
 export class BatchedLineWriter {
   readonly #out: Writable;
@@ -34,7 +42,7 @@ export class BatchedLineWriter {
     this.#maxHeldBytes = maxHeldBytes;
     // A write error (EPIPE: nobody reads any more) drops what could not be written; unheard, it would end the process.
     out.on('error', () => undefined);
-    process.on('exit', () => this.flush());
+    process.on('exit', () => this.#flushAtExit());
   }
 
   /** Takes one line (its newline included); never blocks. */
@@ -64,6 +72,27 @@ export class BatchedLineWriter {
     this.#lines = [];
     this.#held = 0;
     this.#out.write(text);
+  }
+
+  #flushAtExit(): void {
+    const fd = (this.#out as Writable & { fd?: unknown }).fd;
+    // Written beside the stream only when it holds nothing, so no line overtakes another.
+    if (typeof fd !== 'number' || this.#out.writableLength > 0) {
+      this.flush();
+      return;
+    }
+    if (this.#lines.length === 0) return;
+    let chunk = Buffer.from(this.#lines.join(''), 'utf8');
+    this.#lines = [];
+    const giveUpAt = performance.now() + EXIT_WRITE_MS;
+    while (chunk.length > 0 && performance.now() < giveUpAt) {
+      try {
+        chunk = chunk.subarray(writeSync(fd, chunk));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+        Atomics.wait(PAUSE, 0, 0, 1);
+      }
+    }
   }
 
   #drop(): void {

@@ -59,13 +59,13 @@ describe('BatchedLineWriter', () => {
     const module = fileURLToPath(new URL('../../src/lib/batched-line-writer.ts', import.meta.url));
     const script = `
       const { BatchedLineWriter } = await import(${JSON.stringify(module)});
-      const writer = new BatchedLineWriter(process.stdout, 1 << 20);
-      for (let i = 0; i < 1000; i++) writer.write('line ' + i + '\\n');
+      const writer = new BatchedLineWriter(process.stdout, 1 << 24);
+      for (let i = 0; i < 200000; i++) writer.write('line ' + i + '\\n');
       process.exit(3);`;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 16 << 20 });
     assert.equal(child.status, 3, child.stderr);
     const lines = child.stdout.split('\n').filter((line) => line !== '');
-    assert.equal(lines.length, 1000);
-    assert.equal(lines.at(-1), 'line 999');
+    assert.equal(lines.length, 200000, 'more than a pipe holds');
+    assert.equal(lines.at(-1), 'line 199999');
   });
 });

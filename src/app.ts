@@ -112,13 +112,13 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const directory = new DirectoryService(database.db, config.maxPageSize);
   app.decorate('authenticator', authenticator);
   app.decorate('answerReplay', replay);
-  const countRequest = installMetrics(
+  const observeReplayed = installMetrics(
     app,
     { token: config.metricsToken, slowRequestMs: config.slowRequestMs },
     { authenticator, renderer, searchIndexes: () => searchIndexes.status() },
   );
 
-  if (countRequest !== undefined) replay.onReplayed = (route, status, seconds) => countRequest('GET', route, status, seconds);
+  replay.onReplayed = (reqId, route, status, seconds) => observeReplayed(reqId, 'GET', route, status, seconds);
   await app.register(healthRoutes, {
     searchIndexes: () => searchIndexes.status(),
     notReadyBecause: async () => {

@@ -62,8 +62,8 @@ export class AnswerReplay {
   readonly #now: () => number;
   readonly #salt = randomBytes(32).toString('base64');
   #stopped = false;
-  /** Called for each answer replayed (the request metrics). */
-  onReplayed: ((route: string, status: number, seconds: number) => void) | undefined;
+  /** Called for each answer replayed (the request metrics, the slow-request log). */
+  onReplayed: ((reqId: string, route: string, status: number, seconds: number) => void) | undefined;
   /** Answers replayed so far. */
   replayed = 0;
 
@@ -119,7 +119,7 @@ export class AnswerReplay {
     this.replayed += 1;
     const ms = performance.now() - arrivedAt;
     this.#logCompleted(id, 'GET', request.url ?? '', 200, ms);
-    this.onReplayed?.(kept.route, 200, ms / 1000);
+    this.onReplayed?.(id, kept.route, 200, ms / 1000);
   }
 
   /**

@@ -19,22 +19,28 @@ export interface MetricsOptions {
   slowRequestMs: number;
 }
 
-/** Counts one request answered (also those answered without the framework: AnswerReplay). */
-export type RequestCounter = (method: string, route: string, status: number, seconds: number) => void;
+/**
+ * Observes one request answered without the framework (AnswerReplay): counted like the others
+ * when metrics are on, and logged when slow (a replay waits for the database's changes first).
+ */
+export type RequestObserver = (reqId: string, method: string, route: string, status: number, seconds: number) => void;
 
 /**
  * Logs slow requests and, when a token is configured, counts every request by route and status
  * and serves the counts and the service's state in Prometheus' text format at `GET /metrics`.
  * Each app has a registry of its own.
  */
-export function installMetrics(app: FastifyInstance, options: MetricsOptions, sources: MetricSources): RequestCounter | undefined {
+export function installMetrics(app: FastifyInstance, options: MetricsOptions, sources: MetricSources): RequestObserver {
+  const logSlowElsewhere: RequestObserver = (reqId, method, route, status, seconds) => {
+    if (seconds * 1000 >= options.slowRequestMs) app.log.warn({ reqId, ...slowLine(seconds * 1000, method, route, status) }, 'slow request');
+  };
   // Without a token nothing is counted: only slow requests are logged.
   if (options.token === undefined) {
     app.addHook('onResponse', (request, reply, done) => {
       if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
       done();
     });
-    return undefined;
+    return logSlowElsewhere;
   }
   const registry = new Registry();
   const labelNames = ['method', 'route', 'status'] as const;
@@ -51,7 +57,7 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const count: RequestCounter = (method, route, status, seconds) => {
+  const count = (method: string, route: string, status: number, seconds: number) => {
     const labels = { method, route, status: String(status) };
     requests.inc(labels);
     durations.observe(labels, seconds);
@@ -77,20 +83,19 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
       .header('cache-control', 'no-store')
       .send(await registry.metrics());
   });
-  return count;
+  return (reqId, method, route, status, seconds) => {
+    count(method, route, status, seconds);
+    logSlowElsewhere(reqId, method, route, status, seconds);
+  };
 }
 
 function logSlow(request: FastifyRequest, reply: FastifyReply): void {
-  request.log.warn(
-    {
-      event: 'request.slow',
-      ms: Math.round(reply.elapsedTime),
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status: reply.statusCode,
-    },
-    'slow request',
-  );
+  request.log.warn(slowLine(reply.elapsedTime, request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode), 'slow request');
+}
+
+/** What the "slow request" line says of a request, besides its id. */
+function slowLine(ms: number, method: string, route: string, status: number) {
+  return { event: 'request.slow', ms: Math.round(ms), method, route, status };
 }
 
 /** The service's own state, read when /metrics is scraped. */

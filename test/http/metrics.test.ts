@@ -110,6 +110,23 @@ describe('metrics and operator logs', () => {
 });
 
 describe('metrics without a token', () => {
+  it('still logs a slow answer, one the framework never saw (a replay) included', async () => {
+    const log = new CapturedLog();
+    const t = await startTestApp({ SIGNROOM_SLOW_REQUEST_MS: '1500', SIGNROOM_LOG_LEVEL: 'warn' }, undefined, log.stream);
+    try {
+      // What the answer replay reports for each answer it sends (src/http/answer-replay.ts).
+      t.app.answerReplay.onReplayed?.('replayed-slowly', '/the/route', 200, 1.6);
+      t.app.answerReplay.onReplayed?.('replayed-fast', '/the/route', 200, 0.002);
+      const slow = log.events('request.slow');
+      assert.deepEqual(
+        slow.map((entry) => [entry['reqId'], entry['ms'], entry['method'], entry['route'], entry['status']]),
+        [['replayed-slowly', 1600, 'GET', '/the/route', 200]],
+      );
+    } finally {
+      await t.close();
+    }
+  });
+
   it('does not serve /metrics', async () => {
     const t = await startTestApp();
     try {

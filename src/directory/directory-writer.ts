@@ -6,7 +6,7 @@ import { ProblemError } from '../errors.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findEmailOwner, findUserNameOwner, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
-import { insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
+import { bumpDirectoryVersion, insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
 import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
 import type { UserFields } from '../domain/directory-entities.ts';
 import { userRow } from './directory-rows.ts';
@@ -272,15 +272,8 @@ function scimColumns(user: UserWrite) {
 export async function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: Actor, work: (change: DirectoryChange) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (trx) => {
     const at = new Date().toISOString();
-    const bumped = await trx
-      .updateTable('organizations')
-      .set((eb) => ({ directory_version: eb(eb.ref('directory_version'), '+', 1) }))
-      .where('id', '=', orgId)
-      .returning('directory_version')
-      .executeTakeFirst();
-    if (bumped === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-    const version = Number(bumped.directory_version);
-    await listDirectoryVersions(trx, [{ id: orgId, directory_version: version }], randomUUID());
+    const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
+    if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     const change = new DirectoryChange(trx, orgId, version, at, actor);
     const result = await work(change);
     await change.flush();

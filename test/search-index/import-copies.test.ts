@@ -128,6 +128,25 @@ describe('copies of the search indexes on disk', () => {
       Array.from({ length: LISTED_STATES }, (_, k) => current - LISTED_STATES + 1 + k),
     );
   });
+
+  it('lists each single change of the API too, and only the last versions', async () => {
+    const [before] = await t.sql<{ version: number | string }>(sql`SELECT directory_version AS version FROM organizations WHERE id = 'tiny'`);
+    for (let k = 0; k < LISTED_STATES + 3; k++) {
+      const response = await t.app.inject({
+        method: 'PATCH',
+        url: '/admin/api/v3/organizations/tiny',
+        headers: { authorization: AUTH, 'content-type': 'application/merge-patch+json' },
+        payload: { name: `Tiny renamed ${k}` },
+      });
+      assert.equal(response.statusCode, 200, response.body);
+    }
+    const rows = await t.sql<{ version: number | string }>(sql`SELECT version FROM directory_states WHERE org_id = 'tiny' ORDER BY version`);
+    const current = Number(before!.version) + LISTED_STATES + 3;
+    assert.deepEqual(
+      rows.map((row) => Number(row.version)),
+      Array.from({ length: LISTED_STATES }, (_, k) => current - LISTED_STATES + 1 + k),
+    );
+  });
 });
 
 /**

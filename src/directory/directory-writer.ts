@@ -5,7 +5,7 @@ import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
-import { findEmailOwner, findUserNameOwner, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
+import { findEmailAndUserNameOwners, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
 import { bumpDirectoryVersion, insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
 import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
 import type { UserFields } from '../domain/directory-entities.ts';
@@ -73,13 +73,12 @@ export class DirectoryChange {
 
   /** 409 unless the email, and the userName the user reads as (its email while it has none), are free in the organization (but for `userId`'s own). */
   async #assertUnique(user: UserWrite, userId: string): Promise<void> {
-    const emailOwner = await findEmailOwner(this.trx, this.orgId, user.email.toLowerCase());
+    const userName = user.userName ?? user.email;
+    const { emailOwner, userNameOwner } = await findEmailAndUserNameOwners(this.trx, this.orgId, user.email.toLowerCase(), userName.toLowerCase());
     if (emailOwner !== undefined && emailOwner !== userId) {
       throw new ProblemError('email-taken', `The email "${user.email}" already belongs to another user of organization "${this.orgId}".`);
     }
-    const userName = user.userName ?? user.email;
-    const nameOwner = await findUserNameOwner(this.trx, this.orgId, userName.toLowerCase());
-    if (nameOwner !== undefined && nameOwner !== userId) {
+    if (userNameOwner !== undefined && userNameOwner !== userId) {
       throw new ProblemError('user-name-taken', `The userName "${userName}" already belongs to another user of organization "${this.orgId}".`);
     }
   }
@@ -92,15 +91,22 @@ export class DirectoryChange {
     }
     await this.#assertUnique(user, user.id);
     const row = { ...userRow(this.orgId, user, this.version, this.at), ...scimColumns(user) };
+    let created: UserRecord;
     if (stored === undefined) {
-      await this.trx.insertInto('users').values(row).execute();
+      created = await this.trx.insertInto('users').values(row).returningAll().executeTakeFirstOrThrow();
     } else {
-      await this.trx.updateTable('users').set(row).where('org_id', '=', this.orgId).where('id', '=', user.id).execute();
+      created = await this.trx
+        .updateTable('users')
+        .set(row)
+        .where('org_id', '=', this.orgId)
+        .where('id', '=', user.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
       await moveInTallies(this.trx, this.orgId, user.id, kindOf(stored), undefined);
     }
     await moveInTallies(this.trx, this.orgId, user.id, undefined, kindOf(row));
     this.audit('user.created', { type: 'user', id: user.id });
-    return (await findUserRow(this.trx, this.orgId, user.id))!;
+    return created;
   }
 
   /** Replaces a stored user's fields; `changed_in` moves only if what a lookup shows or tests of it changed. */
@@ -121,15 +127,16 @@ export class DirectoryChange {
       next.needs_invite === existing.needs_invite &&
       next.status === existing.status;
     const { org_id: _org, id: _id, created_at: _created, ...columns } = next;
-    await this.trx
+    const updated = await this.trx
       .updateTable('users')
       .set({ ...columns, ...scimColumns(user), changed_in: indexedSame ? existing.changed_in : this.version })
       .where('org_id', '=', this.orgId)
       .where('id', '=', existing.id)
-      .execute();
+      .returningAll()
+      .executeTakeFirstOrThrow();
     await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), kindOf(next));
     this.audit('user.updated', { type: 'user', id: existing.id }, details);
-    return (await findUserRow(this.trx, this.orgId, existing.id))!;
+    return updated;
   }
 
   /**

@@ -92,22 +92,32 @@ export async function findUserRow(db: Kysely<Database>, orgId: string, userId: s
   return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).executeTakeFirst();
 }
 
-/** The id of another user whose email is this one ignoring case, if any. */
-export async function findEmailOwner(db: Kysely<Database>, orgId: string, emailLower: string): Promise<string | undefined> {
-  const row = await db.selectFrom('users').select('id').where('org_id', '=', orgId).where('email_lower', '=', emailLower).executeTakeFirst();
-  return row?.id;
-}
-
-/** The id of a user who reads as this userName ignoring case (its own, or its email while it has none), if any. */
-export async function findUserNameOwner(db: Kysely<Database>, orgId: string, userNameLower: string): Promise<string | undefined> {
-  const row = await db
+/**
+ * The users who hold an email (ignoring case) and who read as a userName (ignoring case: their
+ * own, or their email while they have none), if any: one statement, each half on its unique
+ * index (a round trip fewer for every user written, made while writers of the organization wait).
+ */
+export async function findEmailAndUserNameOwners(
+  db: Kysely<Database>,
+  orgId: string,
+  emailLower: string,
+  userNameLower: string,
+): Promise<{ emailOwner: string | undefined; userNameOwner: string | undefined }> {
+  const rows = await db
     .selectFrom('users')
-    .select('id')
+    .select([sql<string>`'email'`.as('holds'), 'id'])
     .where('org_id', '=', orgId)
-    // Spelled as the unique index's expression, which the databases must see to use it.
-    .where(sql`coalesce(user_name_lower, email_lower)`, '=', userNameLower)
-    .executeTakeFirst();
-  return row?.id;
+    .where('email_lower', '=', emailLower)
+    .unionAll(
+      db
+        .selectFrom('users')
+        .select([sql<string>`'userName'`.as('holds'), 'id'])
+        .where('org_id', '=', orgId)
+        // Spelled as the unique index's expression, which the databases must see to use it.
+        .where(sql`coalesce(user_name_lower, email_lower)`, '=', userNameLower),
+    )
+    .execute();
+  return { emailOwner: rows.find((row) => row.holds === 'email')?.id, userNameOwner: rows.find((row) => row.holds === 'userName')?.id };
 }
 
 /** Locks the room's row for the rest of the transaction (PostgreSQL; SQLite has one writer): an upload inserting a document into it waits, or is waited for. */

@@ -88,8 +88,13 @@ export async function moveInTallies(
     [to, 1],
   ] as const) {
     if (kind === undefined) continue;
-    await addToTally(db, sql`select ${orgId} as org_id, '' as room_id`, kind, delta);
-    await addToTally(db, sql`select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`, kind, delta);
+    // The organization's tally and its rooms' in one statement: a round trip fewer per user written.
+    await addToTally(
+      db,
+      sql`select ${orgId} as org_id, '' as room_id union all select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`,
+      kind,
+      delta,
+    );
   }
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
+import { standardOutputLogDrained } from './http/request-log.ts';
 import type { Config } from './config.ts';
 
 /** Starts listening and closes gracefully on SIGTERM/SIGINT: in-flight requests finish first. */
@@ -11,7 +12,8 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     closing = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     app.close().then(
-      () => process.exit(0),
+      // The log's last lines (a reader that lags may still hold some), at most a second more.
+      () => standardOutputLogDrained(1000).then(() => process.exit(0)),
       (error: unknown) => {
         app.log.error({ err: error }, 'shutdown failed');
         process.exit(1);

@@ -15,7 +15,15 @@ const MAX_HELD_BYTES = 16 * 1024 * 1024;
  * dropped, where a synchronous write would stop the whole server.
  */
 export function standardOutputLog(): DestinationStream {
-  return new BatchedLineWriter(process.stdout, MAX_HELD_BYTES);
+  // One writer per process: every app built without a stream of its own shares it (and its exit hook).
+  standardOutput ??= new BatchedLineWriter(process.stdout, MAX_HELD_BYTES);
+  return standardOutput;
+}
+let standardOutput: BatchedLineWriter | undefined;
+
+/** Before a graceful exit: resolves once the log lines given to standard output are written, or after `withinMs`. */
+export async function standardOutputLogDrained(withinMs: number): Promise<void> {
+  await standardOutput?.drained(withinMs);
 }
 
 /**
@@ -62,29 +70,51 @@ export function completedLineWriter(log: FastifyBaseLogger): (reqId: string, met
   const logger = log as unknown as pino.Logger;
   return (reqId, method, url, statusCode, ms) => {
     if (logger.levelVal > 30) return;
-    stream.write(
-      `{"level":30,"time":${Date.now()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"url":${JSON.stringify(url)},` +
-        `"statusCode":${statusCode},"responseTime":${Math.round(ms * 10) / 10},"msg":"request completed"}\n`,
-    );
+    stream.write(completedJson(Date.now(), bindings, reqId, method, url, statusCode, ms));
   };
 }
 
+/** The "request completed" line as pino writes it at level info (30) with epoch time. */
+function completedJson(time: number, bindings: string, reqId: string, method: string, url: string, statusCode: number, ms: number): string {
+  return (
+    `{"level":30,"time":${time}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"url":${JSON.stringify(url)},` +
+    `"statusCode":${statusCode},"responseTime":${Math.round(ms * 10) / 10},"msg":"request completed"}\n`
+  );
+}
+
 /**
- * The stream and bindings (`,"pid":…,"hostname":"…"`) of a pino logger whose lines are pino's
- * default: numeric levels, epoch time, `msg`, no mixin or prefix (the app's logger); undefined
- * for any other. Read through pino's public `symbols`.
+ * The stream and bindings (`,"pid":…,"hostname":"…"`) of a pino logger that writes the "request
+ * completed" line exactly as completedJson does, undefined for any other. Checked once, through
+ * pino's public `symbols`: the logger's own formatting of a sample line (quotes, backslashes,
+ * non-ASCII) must equal ours, and no hook, mixin, prefix or multistream may change or route it.
  */
 export function plainPinoLine(log: FastifyBaseLogger): { stream: { write(line: string): unknown }; bindings: string } | undefined {
   const held = log as unknown as Record<symbol, unknown>;
-  const stream = held[pino.symbols.streamSym] as { write(line: string): unknown } | undefined;
+  const symbols = pino.symbols as unknown as Record<string, symbol>;
+  const stream = held[pino.symbols.streamSym] as ({ write(line: string): unknown } & Record<symbol, unknown>) | undefined;
   const bindings = held[pino.symbols.chindingsSym];
-  const plain =
+  const hooks = held[pino.symbols.hooksSym] as { logMethod?: unknown; streamWrite?: unknown } | undefined;
+  const asJson = held[pino.symbols.asJsonSym] as ((obj: object, msg: string, level: number, time: string) => string) | undefined;
+  if (typeof stream?.write !== 'function' || typeof bindings !== 'string' || typeof asJson !== 'function') return undefined;
+  const unchanged =
     held[pino.symbols.timeSym] === pino.stdTimeFunctions.epochTime &&
-    held[pino.symbols.messageKeySym] === 'msg' &&
     held[pino.symbols.mixinSym] === undefined &&
-    held[(pino.symbols as unknown as Record<string, symbol>)['msgPrefixSym']!] === undefined &&
+    held[symbols['msgPrefixSym']!] === undefined &&
+    hooks?.logMethod === undefined &&
+    hooks?.streamWrite === undefined &&
+    stream[Symbol.for('pino.metadata')] !== true &&
     (log as unknown as pino.Logger).levels.values['info'] === 30;
-  return plain && typeof stream?.write === 'function' && typeof bindings === 'string' ? { stream, bindings } : undefined;
+  if (!unchanged) return undefined;
+  const sample = { reqId: 'r"1\\é', method: 'GET', url: '/u?q="ä"&b=\\x', statusCode: 200, ms: 1.25 };
+  const theirs = asJson.call(
+    log,
+    { reqId: sample.reqId, ...completedLine(sample.method, sample.url, sample.statusCode, sample.ms) },
+    'request completed',
+    30,
+    ',"time":0',
+  );
+  const ours = completedJson(0, bindings, sample.reqId, sample.method, sample.url, sample.statusCode, sample.ms);
+  return theirs === ours ? { stream, bindings } : undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -20,8 +20,11 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  * the pipe does not take waits in the stream.
  *
  * If the stream stops taking lines (a stalled log collector), at most `maxHeldBytes` wait (in the
- * stream and here) and further lines are dropped, counted in `dropped`, with one warning on
- * standard error: a synchronous write would stop the whole server. When the process exits, the
+ * stream and here, counted in characters) and further lines are dropped, counted in `dropped`,
+ * with one warning on standard error: a synchronous write would stop the whole server. A write
+ * the stream fails (EPIPE, ENOSPC) is counted in `failedWrites`, with one warning per error.
+ * Standard output on a file or a terminal is written synchronously by Node.js itself, as
+ * `console.log` is: one write per turn, to the page cache. When the process exits, the
  * lines not yet handed over are written synchronously to the stream's descriptor, waiting at
  * most a second for a slow reader; what the stream itself still holds then (only when the reader
  * lags) is lost, as Node.js loses it.
@@ -33,15 +36,24 @@ export class BatchedLineWriter {
   /** Characters in #lines. */
   #held = 0;
   #scheduled = false;
-  #warned = false;
+  #warnedDropping = false;
+  readonly #warnedErrors = new Set<string>();
   /** Lines dropped because too much was held. */
   dropped = 0;
+  /** Writes the stream failed (EPIPE: nobody reads any more; ENOSPC: a full disk): their lines are lost. */
+  failedWrites = 0;
 
   constructor(out: Writable, maxHeldBytes: number) {
     this.#out = out;
     this.#maxHeldBytes = maxHeldBytes;
-    // A write error (EPIPE: nobody reads any more) drops what could not be written; unheard, it would end the process.
-    out.on('error', () => undefined);
+    // Unheard, a write error would end the process; each kind is warned of once.
+    out.on('error', (error: NodeJS.ErrnoException) => {
+      this.failedWrites += 1;
+      const code = error.code ?? error.name;
+      if (this.#warnedErrors.has(code)) return;
+      this.#warnedErrors.add(code);
+      process.emitWarning(`log lines could not be written to standard output (${code}): they are lost`, { code: 'SIGNROOM_LOG_WRITE_FAILED' });
+    });
     process.on('exit', () => this.#flushAtExit());
   }
 
@@ -65,13 +77,37 @@ export class BatchedLineWriter {
     this.flush();
   };
 
-  /** Hands the lines held to the stream now. */
-  flush(): void {
-    if (this.#lines.length === 0 || this.#out.destroyed) return;
+  /** Hands the lines held to the stream now; `done` (pino's `logger.flush`) once the stream has taken them. */
+  flush(done?: (error?: Error | null) => void): void {
+    if (this.#lines.length === 0 || this.#out.destroyed) {
+      if (done !== undefined) setImmediate(done);
+      return;
+    }
     const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
     this.#lines = [];
     this.#held = 0;
-    this.#out.write(text);
+    this.#out.write(text, done);
+  }
+
+  /**
+   * Resolves once the stream has written everything it was given, or after `withinMs` (a reader
+   * that lags): called before a graceful exit, whose synchronous write covers only the lines not
+   * yet handed over.
+   */
+  async drained(withinMs: number): Promise<void> {
+    this.flush();
+    if (this.#out.writableLength === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, withinMs);
+      timer.unref();
+      const out = this.#out;
+      function done() {
+        clearTimeout(timer);
+        out.off('drain', done);
+        resolve();
+      }
+      out.on('drain', done);
+    });
   }
 
   #flushAtExit(): void {
@@ -97,8 +133,8 @@ export class BatchedLineWriter {
 
   #drop(): void {
     this.dropped += 1;
-    if (this.#warned) return;
-    this.#warned = true;
+    if (this.#warnedDropping) return;
+    this.#warnedDropping = true;
     process.emitWarning(`standard output is not taking log lines: ${this.#maxHeldBytes} bytes held, further lines are dropped`, {
       code: 'SIGNROOM_LOG_DROPPED',
     });

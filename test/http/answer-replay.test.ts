@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { ACME, ACME_PASSWORD, DIRECTORY, OTHER } from '../helpers/fixtures.ts';
+import { plainPinoLine } from '../../src/http/request-log.ts';
 import { CapturedLog } from '../helpers/log.ts';
 import { LOOKUP, addApiToken, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -59,6 +60,7 @@ describe('answers replayed while nothing changed', () => {
     assert.equal(line['statusCode'], 200);
     assert.equal(line['url'], url);
     // The replay formats its line itself (request-log.ts, completedLineWriter): the framework's, field for field.
+    assert.ok(plainPinoLine(t.app.log) !== undefined, "the app's logger takes the hand-formatted line");
     const framework = log.entries.find((entry) => entry['reqId'] === first.response.headers.get('x-request-id'));
     assert.ok(framework !== undefined);
     assert.deepEqual(Object.keys(line), Object.keys(framework));

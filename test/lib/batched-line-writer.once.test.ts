@@ -55,6 +55,42 @@ describe('BatchedLineWriter', () => {
     }
   });
 
+  it('counts a write the stream fails, and warns once per error', async () => {
+    const out = new Writable({
+      write(_chunk: Buffer, _encoding, done) {
+        done(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+      },
+    });
+    const writer = new BatchedLineWriter(out, 1024);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error & { code?: string }) => warnings.push(warning.code ?? '');
+    process.on('warning', onWarning);
+    try {
+      writer.write('lost\n');
+      await turn();
+      await turn();
+      assert.equal(writer.failedWrites, 1);
+      assert.deepEqual(warnings, ['SIGNROOM_LOG_WRITE_FAILED']);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('waits for the stream to write what it holds before a graceful exit, at most as long as asked', async () => {
+    const slow = recorder(false);
+    const writer = new BatchedLineWriter(slow, 1024);
+    writer.write('held\n');
+    const started = performance.now();
+    await writer.drained(50);
+    assert.ok(performance.now() - started >= 45, 'a stream that never finishes: the time given');
+    assert.deepEqual(slow.writes, ['held\n'], 'the lines held were handed over first');
+    const fast = recorder(true);
+    const drainedWriter = new BatchedLineWriter(fast, 1024);
+    drainedWriter.write('written\n');
+    await drainedWriter.drained(10_000);
+    assert.deepEqual(fast.writes, ['written\n']);
+  });
+
   it('writes what it holds when the process exits', () => {
     const module = fileURLToPath(new URL('../../src/lib/batched-line-writer.ts', import.meta.url));
     const script = `

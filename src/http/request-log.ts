@@ -58,7 +58,7 @@ export function completedLine(
  * replay): the very JSON pino writes for `log.info({ reqId, ...completedLine(…) }, 'request
  * completed')` with the logger's bindings (pid, hostname), formatted here, straight to the
  * logger's stream. Why: pino's formatting took about 2 µs of the 17 a replayed answer costs
- * (docs/benchmarks.md, "The lookup's hot path"). A logger whose lines are not pino's default
+ * (docs/benchmarks.md, "The log line"). A logger whose lines are not pino's default
  * (see plainPinoLine) gets them from pino.
  */
 export function completedLineWriter(log: FastifyBaseLogger): (reqId: string, method: string, url: string, statusCode: number, ms: number) => void {

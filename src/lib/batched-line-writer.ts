@@ -14,8 +14,8 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  * Why not pino's writer (SonicBoom, which this replaces): it concatenates each line into a
  * string, counts its UTF-8 bytes and checks its thresholds line by line, and writes through
  * libuv's thread pool, a hand-off to another thread and back for each write: about 2 µs a
- * line more, on a lookup answered from memory in about 15 µs (docs/benchmarks.md, "The lookup's
- * hot path"). Standard output, when it is a pipe (a log collector, a container runtime), is a
+ * line more, on a lookup answered from memory in about 15 µs (docs/benchmarks.md, "The log
+ * line"). Standard output, when it is a pipe (a log collector, a container runtime), is a
  * non-blocking socket-like stream in Node.js: a write is tried at once on this thread, and what
  * the pipe does not take waits in the stream.
  *
@@ -27,7 +27,7 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  * `console.log` is: one write per turn, to the page cache. When the process exits, the
  * lines not yet handed over are written synchronously to the stream's descriptor, waiting at
  * most a second for a slow reader; what the stream itself still holds then (only when the reader
- * lags) is lost, as Node.js loses it.
+ * lags) is lost, as Node.js loses it: a graceful shutdown waits for it first (drained).
  */
 export class BatchedLineWriter {
   readonly #out: Writable;

@@ -83,10 +83,15 @@ export class BatchedLineWriter {
       if (done !== undefined) setImmediate(done);
       return;
     }
+    this.#out.write(this.#take(), done);
+  }
+
+  /** The lines held, as one string, no longer held. */
+  #take(): string {
     const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
     this.#lines = [];
     this.#held = 0;
-    this.#out.write(text, done);
+    return text;
   }
 
   /**
@@ -118,8 +123,7 @@ export class BatchedLineWriter {
       return;
     }
     if (this.#lines.length === 0) return;
-    let chunk = Buffer.from(this.#lines.join(''), 'utf8');
-    this.#lines = [];
+    let chunk = Buffer.from(this.#take(), 'utf8');
     const giveUpAt = performance.now() + EXIT_WRITE_MS;
     while (chunk.length > 0 && performance.now() < giveUpAt) {
       try {

@@ -20,6 +20,21 @@ function recorder(drains: boolean): Writable & { writes: string[] } {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** The codes of the process warnings emitted while `work` runs. */
+async function warningsDuring(work: () => Promise<void>): Promise<string[]> {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error & { code?: string }) => warnings.push(warning.code ?? '');
+  process.on('warning', onWarning);
+  try {
+    await work();
+    // Warnings are emitted on the next tick.
+    await turn();
+  } finally {
+    process.off('warning', onWarning);
+  }
+  return warnings;
+}
+
 describe('BatchedLineWriter', () => {
   it('hands the lines of one turn of the event loop to the stream in one write, in order', async () => {
     const out = recorder(true);
@@ -36,23 +51,18 @@ describe('BatchedLineWriter', () => {
   it('drops lines, and counts them, once the stream holds too much', async () => {
     const out = recorder(false);
     const writer = new BatchedLineWriter(out, 10);
-    const warnings: string[] = [];
-    const onWarning = (warning: Error & { code?: string }) => warnings.push(warning.code ?? '');
-    process.on('warning', onWarning);
-    try {
+    const warnings = await warningsDuring(async () => {
       writer.write('12345\n');
       await turn();
       writer.write('1234\n');
       writer.write('xy\n');
       writer.write('z\n');
       await turn();
-      assert.deepEqual(out.writes, ['12345\n'], 'the stream took one write and never finished it');
-      assert.equal(out.writableLength, 6 + 'xy\n'.length, 'the line that fitted waits in the stream');
-      assert.equal(writer.dropped, 2, 'the lines that would have held more than 10 bytes');
-      assert.deepEqual(warnings, ['SIGNROOM_LOG_DROPPED'], 'one warning');
-    } finally {
-      process.off('warning', onWarning);
-    }
+    });
+    assert.deepEqual(out.writes, ['12345\n'], 'the stream took one write and never finished it');
+    assert.equal(out.writableLength, 6 + 'xy\n'.length, 'the line that fitted waits in the stream');
+    assert.equal(writer.dropped, 2, 'the lines that would have held more than 10 bytes');
+    assert.deepEqual(warnings, ['SIGNROOM_LOG_DROPPED'], 'one warning');
   });
 
   it('counts a write the stream fails, and warns once per error', async () => {
@@ -62,18 +72,13 @@ describe('BatchedLineWriter', () => {
       },
     });
     const writer = new BatchedLineWriter(out, 1024);
-    const warnings: string[] = [];
-    const onWarning = (warning: Error & { code?: string }) => warnings.push(warning.code ?? '');
-    process.on('warning', onWarning);
-    try {
+    const warnings = await warningsDuring(async () => {
       writer.write('lost\n');
       await turn();
       await turn();
-      assert.equal(writer.failedWrites, 1);
-      assert.deepEqual(warnings, ['SIGNROOM_LOG_WRITE_FAILED']);
-    } finally {
-      process.off('warning', onWarning);
-    }
+    });
+    assert.equal(writer.failedWrites, 1);
+    assert.deepEqual(warnings, ['SIGNROOM_LOG_WRITE_FAILED']);
   });
 
   it('waits for the stream to write what it holds before a graceful exit, at most as long as asked', async () => {

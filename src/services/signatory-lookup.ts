@@ -80,6 +80,11 @@ export class SignatoryLookup {
    * do not make every lookup of it be computed again.
    */
   readonly #latest = new LruCache<string, { version: number; json: Buffer }>(LATEST_CACHE_BYTES, (entry) => entry.json.byteLength);
+  /**
+   * Answers being computed, by page key (of one version): after each write every connection asks
+   * again at once, and one computation answers them all.
+   */
+  readonly #computing = new Map<string, Promise<Buffer>>();
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
@@ -103,6 +108,22 @@ export class SignatoryLookup {
     const scopeKeys = lookupKeys(scope, request, pageRequest, sort);
     const cached = this.#pages.get(scopeKeys.page);
     if (cached !== undefined) return cached;
+    // The same lookup under way at this version: its answer (of this version or a newer one) will do.
+    const underWay = this.#computing.get(scopeKeys.page);
+    if (underWay !== undefined) return underWay;
+    const answer = this.#compute(scopeKeys, request, pageRequest, sort).finally(() => this.#computing.delete(scopeKeys.page));
+    this.#computing.set(scopeKeys.page, answer);
+    return answer;
+  }
+
+  /** The answer of a lookup not kept, from the version its keys were read at or a newer one (see lookup). */
+  async #compute(
+    scopeKeys: LookupKeys,
+    request: LookupRequest,
+    pageRequest: { page: number; size: number },
+    sort: { by: SortField; direction: SortDirection },
+  ): Promise<Buffer> {
+    const { orgId } = scopeKeys.criteria;
     const deadline = performance.now() + INDEX_CATCH_UP_MS;
     let keys = scopeKeys;
     for (;;) {

@@ -69,6 +69,40 @@ describe('ChangeScopedCache', () => {
     assert.equal(await cache.read('b', async () => 11), 11);
   });
 
+  it('shares one load between concurrent reads of a key in one generation, not across a commit or a write of this process', async () => {
+    let databaseToken = 1;
+    const cache = new ChangeScopedCache<string, number>(
+      tokenSource(() => databaseToken),
+      10,
+    );
+    let loads = 0;
+    const finishes: ((value: number) => void)[] = [];
+    const load = () => {
+      loads += 1;
+      return new Promise<number>((resolve) => finishes.push(resolve));
+    };
+    const first = cache.read('a', load);
+    const second = cache.read('a', load);
+    assert.equal(loads, 1, "the second read waits for the first one's load");
+    databaseToken = 2; // another connection commits: a read asking now must see it
+    const afterCommit = cache.read('a', load);
+    assert.equal(loads, 2);
+    cache.delete('other'); // this process writes
+    const afterWrite = cache.read('a', load);
+    assert.equal(loads, 3);
+    finishes.forEach((finish, k) => finish(10 + k));
+    assert.deepEqual(await Promise.all([first, second, afterCommit, afterWrite]), [10, 10, 11, 12]);
+    assert.equal(await cache.read('a', load), 12, 'the load of the latest generation is kept');
+    assert.equal(loads, 3);
+
+    // A failed load fails every read that shared it, and keeps nothing.
+    const failing = () => Promise.reject(new Error('database unreachable'));
+    databaseToken = 3;
+    const failed = [cache.read('b', failing), cache.read('b', async () => 99)];
+    for (const read of failed) await assert.rejects(read, /database unreachable/);
+    assert.equal(await cache.read('b', async () => 5), 5);
+  });
+
   it('holds nothing when the database cannot tell whether it changed', () => {
     const cache = new ChangeScopedCache<string, number>(
       tokenSource(() => undefined),

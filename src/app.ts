@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Authenticator } from './auth/authenticator.ts';
+import { Authenticator, scopeIncludes } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import { requireAuth } from './http/auth-hook.ts';
 import { SCIM_PREFIX, scimRoutes } from './http/scim-routes.ts';
@@ -81,7 +81,6 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     throw error;
   }
   const { database, documents, renderer, searchIndexes } = app;
-  replay = new AnswerReplay(database.changes, app.log, options.now);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -110,6 +109,15 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     changes: database.changes,
   });
   const directory = new DirectoryService(database.db, config.maxPageSize);
+  replay = new AnswerReplay(
+    database.changes,
+    async (header, address, orgId, asOf) => {
+      const passes = await authenticator.recheck(header, asOf, address);
+      return passes !== undefined && scopeIncludes(passes.scope, orgId) ? passes.validUntil : undefined;
+    },
+    app.log,
+    options.now,
+  );
   app.decorate('authenticator', authenticator);
   app.decorate('answerReplay', replay);
   const observeReplayed = installMetrics(

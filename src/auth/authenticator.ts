@@ -135,7 +135,7 @@ export class Authenticator {
       return { kind: 'rejected', delayMs: 0, username };
     }
     const client = clientKey(address);
-    const cacheKey = hash('sha256', `${this.#cacheSalt}\0${username}\0${password}`, 'base64');
+    const cacheKey = this.#verifiedKey(username, password);
     const cached = this.#verified.get(cacheKey);
     const recentlyVerified = cached !== undefined && cached.expiresAt > this.#now();
     // An address that failed too often, or a username that many addresses failed, is refused
@@ -152,7 +152,7 @@ export class Authenticator {
 
     // One read per request: the credential (so a revoked or changed one stops working at once)
     // and the failed logins of this username from this address, shared by every process.
-    const { credential: row, failures } = await this.#loginStates.read(throttleKey, () => findLoginState(this.#db, username, client), asOf);
+    const { credential: row, failures } = await this.#loginState(throttleKey, username, client, asOf);
     const verdict = this.#throttle.check(throttleKey, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds, by: 'username', username };
 
@@ -217,6 +217,49 @@ export class Authenticator {
     return { kind: 'authenticated', username, scope: row.scope, validUntil: expiresAt };
   }
 
+  /**
+   * Whether a header that passed lately passes still, as of `asOf` (`performance.now()`), when
+   * that takes neither a password hash nor a write: the credential row (revoked, changed) and the
+   * failed logins are read as authenticate reads them, once per change of the database; undefined
+   * whenever authenticate would have more to do (a hash, a failure to record, a token's
+   * `lastUsedAt` due), or would not authenticate. The answer replay renews kept answers with it
+   * after a commit, without the framework.
+   */
+  async recheck(header: string, asOf: number, address: string): Promise<{ scope: CredentialScope; validUntil: number } | undefined> {
+    const token = bearerToken(header);
+    if (token !== undefined) {
+      if (!looksLikeToken(token)) return undefined;
+      const found = await this.#tokenOf(tokenHash(token), asOf);
+      const written = found === undefined ? undefined : this.#tokenUseWritten.get(found.id);
+      if (found === undefined || written === undefined || this.#now() - written >= TOKEN_USE_WRITE_MS) return undefined;
+      return { scope: [found.orgId], validUntil: written + TOKEN_USE_WRITE_MS };
+    }
+    const credentials = parseBasicAuthorization(header);
+    if (credentials === undefined) return undefined;
+    const { username, password } = credentials;
+    const cached = this.#verified.get(this.#verifiedKey(username, password));
+    if (cached === undefined || cached.expiresAt <= this.#now()) return undefined;
+    const throttleKey = `${clientKey(address)}\0${username}`;
+    const { credential: row, failures } = await this.#loginState(throttleKey, username, clientKey(address), asOf);
+    if (this.#throttle.check(throttleKey, failures).locked || row === undefined || !sameString(cached.passwordHash, row.passwordHash)) return undefined;
+    return { scope: row.scope, validUntil: cached.expiresAt };
+  }
+
+  /** What the verified credentials' cache is keyed by: a hash under this process's salt. */
+  #verifiedKey(username: string, password: string): string {
+    return hash('sha256', `${this.#cacheSalt}\0${username}\0${password}`, 'base64');
+  }
+
+  /** The credential and its failed logins from this client, as new as `asOf`. */
+  #loginState(throttleKey: string, username: string, client: string, asOf: number): Promise<LoginState> {
+    return this.#loginStates.read(throttleKey, () => findLoginState(this.#db, username, client), asOf);
+  }
+
+  /** The API token with this secret's hash, as new as `asOf`. */
+  async #tokenOf(secretHash: string, asOf: number): Promise<{ id: string; orgId: string } | undefined> {
+    return (await this.#tokens.read(secretHash, async () => ({ token: await findTokenByHash(this.#db, secretHash) }), asOf)).token;
+  }
+
   /** Verifies a password against its stored hash, keeping the typical time of a hash up to date. */
   async #verify(password: string, storedHash: string): Promise<boolean> {
     const started = performance.now();
@@ -244,8 +287,7 @@ export class Authenticator {
    */
   async #authenticateToken(token: string, asOf: number): Promise<AuthOutcome> {
     if (!looksLikeToken(token)) return { kind: 'rejected', delayMs: 0 };
-    const hash = tokenHash(token);
-    const { token: found } = await this.#tokens.read(hash, async () => ({ token: await findTokenByHash(this.#db, hash) }), asOf);
+    const found = await this.#tokenOf(tokenHash(token), asOf);
     if (found === undefined) return { kind: 'rejected', delayMs: 0 };
     const now = this.#now();
     let written = this.#tokenUseWritten.get(found.id);

@@ -1,7 +1,8 @@
 import { hash, randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
-import { ChangeScopedCache, type ChangeSource } from '../lib/change-scoped-cache.ts';
+import type { ChangeSource } from '../lib/change-scoped-cache.ts';
+import { LruCache } from '../lib/lru-cache.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
 import { completedLineWriter, requestId } from './request-log.ts';
 
@@ -14,7 +15,30 @@ interface KeptAnswer {
   validUntil: number;
   /** The route's pattern, for the request metrics. */
   route: string;
+  /** The database's change token the answer was computed (or renewed) under: replayed as it is while the token stays. */
+  token: number;
+  /** The client's address as the framework saw it (failed logins are counted per address). */
+  address: string;
+  /** How the route computes it again once the database changed; none: the framework answers then. */
+  renewal: Renewal | undefined;
+  /** The renewal under way, for the token it was asked under: requests arriving meanwhile share it. */
+  renewing?: { token: number; kept: Promise<KeptAnswer | undefined> };
 }
+
+/** How a route's answer is computed again, without the framework, after the database changed (see AnswerReplay.renewable). */
+export interface Renewal {
+  /** The organization the route acts on: the credential must cover it still. */
+  orgId: string;
+  /** The route's 200 answer now, as new as `asOf` (`performance.now()`); rejects when the route would answer otherwise. */
+  answer: (asOf: number) => Promise<Buffer>;
+}
+
+/**
+ * Whether the Authorization header passes still, from this client and for this organization, as
+ * new as `asOf`, without a password hash or a write (Authenticator.recheck): until when, or
+ * undefined for "ask the framework".
+ */
+export type Reauthorize = (header: string, address: string, orgId: string, asOf: number) => Promise<number | undefined>;
 
 /**
  * The bytes of answers kept at most, as for the lookup's own page cache: most bodies are the very
@@ -22,12 +46,18 @@ interface KeptAnswer {
  */
 const KEPT_ANSWER_BYTES = 64 * 1024 * 1024;
 
+/** Requests wait this long at most for a kept answer's renewal, then go to the framework (whose handler deadline applies). */
+const RENEWAL_WAIT_MS = 1_000;
+
 /**
  * A request the replay looked at and passed on: when it arrived (`performance.now()`), and the
  * token of the database's changes taken then, caught up to that moment, before anything was read
  * for it.
  */
 const arrivals = new WeakMap<IncomingMessage, { at: number; token: number | undefined }>();
+
+/** How the answer of a request being answered by the framework is computed again (see AnswerReplay.renewable). */
+const renewals = new WeakMap<IncomingMessage, Renewal>();
 
 /**
  * When a request passed on by the replay arrived: the moment its reads must be at least as new
@@ -47,6 +77,13 @@ export function arrivedAt(request: IncomingMessage): number | undefined {
  * The request still gets its own id, in `X-Request-Id` and in its log line, and is counted in
  * the metrics.
  *
+ * Once the database changed, an answer whose route said how (`renewable`) is renewed rather than
+ * dropped: the credential checked again (`Reauthorize`: its row and failed logins read again, no
+ * hash) and the route's answer computed again (the lookup: mostly from its own caches, which keep
+ * what a write cannot touch), for all the requests with that key arriving meanwhile at once. So
+ * steady writes elsewhere in the directory do not send every lookup through the framework after
+ * every commit (docs/benchmarks.md, "Lookups beside writes").
+ *
  * Why: a cached lookup answer spends most of its time in the framework (routing, hooks, query
  * validation, the Basic credential's parse and hash, the cache key): docs/benchmarks.md, "The
  * lookup's hot path". Only routes that opt in (`replayable`) are kept, and only their 200s.
@@ -56,7 +93,8 @@ export function arrivedAt(request: IncomingMessage): number | undefined {
  */
 export class AnswerReplay {
   readonly #changes: ChangeSource;
-  readonly #answers: ChangeScopedCache<string, KeptAnswer>;
+  readonly #answers: LruCache<string, KeptAnswer>;
+  readonly #reauthorize: Reauthorize;
   readonly #log: FastifyBaseLogger;
   readonly #logCompleted: ReturnType<typeof completedLineWriter>;
   readonly #now: () => number;
@@ -64,13 +102,16 @@ export class AnswerReplay {
   #stopped = false;
   /** Called for each answer replayed (the request metrics, the slow-request log). */
   onReplayed: ((reqId: string, route: string, status: number, seconds: number) => void) | undefined;
-  /** Answers replayed so far. */
+  /** Answers replayed so far (renewed ones included). */
   replayed = 0;
+  /** Answers computed again without the framework after the database changed. */
+  renewed = 0;
 
-  constructor(changes: ChangeSource, log: FastifyBaseLogger, now: () => number = Date.now) {
+  constructor(changes: ChangeSource, reauthorize: Reauthorize, log: FastifyBaseLogger, now: () => number = Date.now) {
     this.#changes = changes;
+    this.#reauthorize = reauthorize;
     // A small body may be a slice of a shared 8 KiB block, which it keeps alive: weighed as the block.
-    this.#answers = new ChangeScopedCache(changes, KEPT_ANSWER_BYTES, (answer) => Math.max(answer.body.byteLength, answer.body.buffer.byteLength) + 512);
+    this.#answers = new LruCache(KEPT_ANSWER_BYTES, (answer) => Math.max(answer.body.byteLength, answer.body.buffer.byteLength) + 512);
     this.#log = log;
     this.#logCompleted = completedLineWriter(log);
     this.#now = now;
@@ -106,9 +147,11 @@ export class AnswerReplay {
     await afterPendingReads();
     const caughtUp = this.#changes.catchUp(arrivedAt);
     if (caughtUp !== undefined) await caughtUp;
-    const token = this.#answers.token(arrivedAt);
-    const kept = token === undefined || this.#stopped ? undefined : this.#answers.get(this.#key(request), arrivedAt);
-    if (kept === undefined || kept.validUntil <= this.#now() || request.destroyed) {
+    const token = this.#changes.token(arrivedAt);
+    const key = this.#key(request);
+    let kept = token === undefined || this.#stopped ? undefined : this.#answers.get(key);
+    if (kept !== undefined && (kept.token !== token || kept.validUntil <= this.#now())) kept = await this.#renewed(key, kept, token!, arrivedAt, request);
+    if (kept === undefined || request.destroyed) {
       arrivals.set(request, { at: arrivedAt, token });
       passOn();
       return;
@@ -123,6 +166,55 @@ export class AnswerReplay {
   }
 
   /**
+   * The kept answer computed again under `token` (one renewal for every request of the key meanwhile),
+   * or undefined (and forgotten) when it cannot be: no renewal, the credential not sure to pass
+   * without the framework, or the route answering otherwise than 200.
+   */
+  #renewed(key: string, kept: KeptAnswer, token: number, asOf: number, request: IncomingMessage): Promise<KeptAnswer | undefined> {
+    if (kept.renewing?.token === token) return kept.renewing.kept;
+    const { renewal } = kept;
+    const header = request.headers.authorization;
+    if (renewal === undefined || header === undefined) {
+      this.#answers.delete(key);
+      return Promise.resolve(undefined);
+    }
+    const renewing = (async (): Promise<KeptAnswer | undefined> => {
+      const validUntil = await this.#reauthorize(header, kept.address, renewal.orgId, asOf);
+      if (validUntil === undefined || validUntil <= this.#now()) return undefined;
+      const body = await renewal.answer(asOf);
+      // Bodies are the lookup's own kept buffers: an answer no change touched is the very same one.
+      const headers = body === kept.body || body.equals(kept.body) ? kept.headers : withLength(kept.headers, body.length);
+      return { ...kept, body, headers, validUntil, token, renewing: undefined };
+    })().then(
+      (renewed) => {
+        if (this.#answers.get(key) === kept) {
+          if (renewed === undefined || this.#stopped) this.#answers.delete(key);
+          else this.#answers.set(key, renewed);
+        }
+        if (renewed !== undefined) this.renewed += 1;
+        return renewed;
+      },
+      () => {
+        if (this.#answers.get(key) === kept) this.#answers.delete(key);
+        return undefined;
+      },
+    );
+    // The database stalling: the requests go to the framework, whose deadline answers them.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), RENEWAL_WAIT_MS);
+    });
+    const inTime = Promise.race([renewing, late]).finally(() => clearTimeout(timer));
+    kept.renewing = { token, kept: inTime };
+    return inTime;
+  }
+
+  /** Says how the route computes this request's answer again once the database changed (call before it is sent). */
+  renewable(request: FastifyRequest, renewal: Renewal): void {
+    renewals.set(request.raw, renewal);
+  }
+
+  /**
    * A route's onSend hook that keeps its 200 answers for replay: last among the onSend hooks
    * (route hooks run after the app's), so the headers are those sent.
    */
@@ -130,11 +222,15 @@ export class AnswerReplay {
     const token = arrivals.get(request.raw)?.token;
     const validUntil = request.authValidUntil;
     if (token !== undefined && validUntil !== undefined && reply.statusCode === 200 && Buffer.isBuffer(payload) && !this.#stopped) {
-      this.#answers.set(
-        this.#key(request.raw),
-        { body: payload, headers: sentHeaders(reply.getHeaders(), payload.length), validUntil, route: request.routeOptions.url ?? request.url },
+      this.#answers.set(this.#key(request.raw), {
+        body: payload,
+        headers: sentHeaders(reply.getHeaders(), payload.length),
+        validUntil,
+        route: request.routeOptions.url ?? request.url,
         token,
-      );
+        address: request.ip,
+        renewal: renewals.get(request.raw),
+      });
     }
     done(null, payload);
   };
@@ -159,6 +255,13 @@ function sentHeaders(headers: Record<string, string | number | string[] | undefi
   }
   flat.push('content-length', String(length));
   return flat;
+}
+
+/** Kept headers with another body's length. */
+function withLength(headers: readonly string[], length: number): string[] {
+  const renewed = [...headers];
+  for (let k = 0; k < renewed.length; k += 2) if (renewed[k] === 'content-length') renewed[k + 1] = String(length);
+  return renewed;
 }
 
 /**

@@ -26,9 +26,12 @@ export const signatoryRoutes: FastifyPluginAsyncTypebox<{ lookup: SignatoryLooku
     },
     async (request, reply) => {
       const { organizationId, signingRoomId } = request.params;
+      const query = request.query as LookupRequest;
+      // Once the directory changed, a replayed answer is computed again by the lookup alone.
+      replay.renewable(request, { orgId: organizationId, answer: (asOf) => lookup.lookup(organizationId, signingRoomId, query, asOf) });
       // Already the UTF-8 JSON of a SignatoryPage (cached whole for repeated lookups): Fastify sends
       // a Buffer as it is, without the serializer, where the type provider expects the object.
-      const json = await lookup.lookup(organizationId, signingRoomId, request.query as LookupRequest, request.receivedAt);
+      const json = await lookup.lookup(organizationId, signingRoomId, query, request.receivedAt);
       return reply.type('application/json; charset=utf-8').send(json as never);
     },
   );

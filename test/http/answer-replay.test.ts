@@ -98,8 +98,13 @@ describe('answers replayed while nothing changed', () => {
     });
     assert.equal(created.status, 201, await created.text());
     const after = await get(url);
-    assert.equal(after.replayed, false);
     assert.equal(JSON.parse(after.body.toString()).totalElements, 1);
+    assert.equal(after.replayed, true, 'the kept answer is computed again without the framework');
+    assert.equal(after.response.headers.get('content-length'), String(after.body.length));
+    const framework = await get(`${url}&page=0`);
+    assert.equal(framework.replayed, false);
+    assert.deepEqual(after.body, framework.body, "the framework's answer, byte for byte");
+    assert.deepEqual(stableHeaders(after.response), stableHeaders(framework.response));
   });
 
   it('stops at once when another process changes the credential or revokes a token', async () => {
@@ -155,5 +160,86 @@ describe('answers replayed while nothing changed', () => {
     );
     assert.equal(Number(counted[1]), logged.length);
     assert.ok(t.app.answerReplay.replayed > 0);
+  });
+});
+
+describe('answers kept across changes of the directory, computed again without the framework', () => {
+  let t: TestApp;
+  let base: string;
+  before(async () => {
+    t = await startTestApp({ SIGNROOM_LOG_LEVEL: 'warn', SIGNROOM_AUTH_CACHE_SECONDS: '60', SIGNROOM_LOGIN_MAX_FAILURES: '3' });
+    await t.importDirectory(DIRECTORY);
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    for (let i = 0; i < 100 && t.app.database.changes.token() === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  });
+  after(async () => t.close());
+
+  const get = async (url: string, authorization = AUTH) => {
+    const { replayed, renewed } = t.app.answerReplay;
+    const response = await fetch(`${base}${url}`, { headers: { authorization } });
+    const body = Buffer.from(await response.arrayBuffer());
+    return { status: response.status, body, replayed: t.app.answerReplay.replayed > replayed, renewed: t.app.answerReplay.renewed > renewed };
+  };
+  const write = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${base}/admin/api/v3/organizations/acme${path}`, {
+      method,
+      headers: { authorization: AUTH, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.text()}`);
+  };
+
+  it('replays the same answer after a write it does not show, and the new one after a write it shows', async () => {
+    const url = `${LOOKUP('acme', 'board')}?size=5&searchQuery=m%C3%BCller`;
+    const first = await get(url);
+    assert.equal((await get(url)).replayed, true);
+    await write('POST', '/users', { id: 'u-elsewhere', firstname: 'Zed', lastname: 'Zimmer', email: 'zed@acme.example' });
+    const untouched = await get(url);
+    assert.equal(untouched.status, 200);
+    assert.equal(untouched.renewed, true);
+    assert.equal(untouched.replayed, true);
+    assert.deepEqual(untouched.body, first.body);
+    await write('PATCH', '/users/u-elsewhere', { lastname: 'Müller-Zimmer' });
+    const shown = await get(url);
+    assert.equal(shown.renewed, true);
+    const page = JSON.parse(shown.body.toString()) as { totalElements: number; content: { email: string }[] };
+    assert.equal(page.totalElements, JSON.parse(first.body.toString()).totalElements + 1);
+    assert.ok(page.content.some((signatory) => signatory.email === 'zed@acme.example'));
+    assert.equal((await get(url)).replayed, true, 'and then replays that');
+  });
+
+  it('leaves to the framework a room deleted, a credential that no longer covers the organization, and a throttled username', async () => {
+    const gone = `${LOOKUP('acme', 'empty')}?size=5`;
+    await get(gone);
+    assert.equal((await get(gone)).replayed, true);
+    await write('DELETE', '/rooms/empty');
+    const deleted = await get(gone);
+    assert.equal(deleted.status, 404);
+    assert.equal(deleted.replayed, false);
+
+    const url = `${LOOKUP('acme', 'board')}?size=6`;
+    await get(url);
+    assert.equal((await get(url)).replayed, true);
+    for (let k = 0; k < 3; k++) assert.equal((await get(url, basic('acme-admin', `wrong-${k}`))).status, 401);
+    const throttled = await get(url);
+    assert.equal(throttled.status, 429, 'too many failed logins of the username from this address: refused, though kept');
+    assert.equal(throttled.replayed, false);
+
+    const root = basic('root', 'root-password');
+    const other = `${LOOKUP('other', 'lobby')}?size=2`;
+    await get(other, root);
+    assert.equal((await get(other, root)).replayed, true);
+    // Another connection, as bin/signroom would: root now covers acme only.
+    await t.importDirectory({
+      organizations: [ACME, OTHER],
+      credentials: [
+        { username: 'acme-admin', password: ACME_PASSWORD, organizations: ['acme'] },
+        { username: 'root', password: 'root-password', organizations: ['acme'] },
+      ],
+    });
+    const forbidden = await get(other, root);
+    assert.equal(forbidden.status, 403);
+    assert.equal(forbidden.replayed, false);
   });
 });

@@ -249,6 +249,8 @@ interface Overlay {
   replaced: Uint8Array;
   /** Every user's kind (the base's, with the changes). */
   kinds: Uint8Array;
+  /** What `kinds` is a view of, while later users may be added to it in place (see kindsWith). */
+  growableKinds: GrowableKinds | undefined;
   /** The seqs of the new users, after the held ones'. */
   addedSeqs: Float64Array;
   /** For each order: changed users, by their place (then in order), and the place in the base order each goes before. */
@@ -260,6 +262,121 @@ interface Overlay {
 interface Placement {
   keys: Record<SortField | 'id', string>;
   before: Partial<Record<SortField, number>>;
+  /** Its search key as the index holds it (bytes, ended). */
+  searchKey: string;
+}
+
+function placementOf(change: ChangedUser): Placement {
+  return {
+    keys: {
+      lastname: asBytes(change.sortKeys.lastname),
+      firstname: asBytes(change.sortKeys.firstname),
+      email: asBytes(change.sortKeys.email),
+      id: asBytes(change.id),
+    },
+    before: {},
+    searchKey: asBytes(change.searchKey) + '\0',
+  };
+}
+
+/**
+ * The changes laid over before (`previous`), each replaced by its user's change among `changed`,
+ * with the other new ones, in ascending seq order; each one's user number (a held user keeps
+ * its own, a new one follows the held and those added before); and the places of those from
+ * `changed` (`fresh`). Undefined when they cannot be laid over exactly: a seq neither held nor
+ * after every one held, a new user numbered otherwise than before, or a count other than `users`.
+ */
+function mergedChanges(
+  previous: Overlay | undefined,
+  changed: readonly ChangedUser[],
+  heldSeqs: Float64Array,
+  users: number,
+): { changes: ChangedUser[]; numbers: Int32Array; addedSeqs: number[]; fresh: number[] } | undefined {
+  const held = heldSeqs.length;
+  // The latest change of each user, in ascending seq order.
+  const bySeq = new Map<number, ChangedUser>();
+  for (const user of changed) bySeq.set(user.seq, user);
+  const incoming = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+  const earlier = previous?.changes ?? [];
+  const changes: ChangedUser[] = [];
+  const numbers = new Int32Array(earlier.length + incoming.length);
+  const addedSeqs: number[] = [];
+  const fresh: number[] = [];
+  let e = 0;
+  let i = 0;
+  while (e < earlier.length || i < incoming.length) {
+    const fromEarlier = i >= incoming.length || (e < earlier.length && earlier[e]!.seq < incoming[i]!.seq);
+    let user: number;
+    const k = changes.length;
+    if (fromEarlier) {
+      changes.push(earlier[e]!);
+      user = previous!.users[e++]!;
+    } else {
+      const change = incoming[i++]!;
+      if (e < earlier.length && earlier[e]!.seq === change.seq) user = previous!.users[e++]!;
+      else user = placeOf(heldSeqs, change.seq);
+      changes.push(change);
+      fresh.push(k);
+    }
+    if (user < 0 || user >= held) {
+      const seq = changes[k]!.seq;
+      if (!(seq > (addedSeqs.at(-1) ?? (held > 0 ? heldSeqs[held - 1]! : -Infinity)))) return undefined;
+      const number = held + addedSeqs.push(seq) - 1;
+      // A new user keeps the number it was laid over with: rooms' members held are by number.
+      if (user >= held && user !== number) return undefined;
+      user = number;
+    }
+    numbers[k] = user;
+  }
+  if (held + addedSeqs.length !== users) return undefined;
+  return { changes, numbers: numbers.subarray(0, changes.length), addedSeqs, fresh };
+}
+
+/** Which held users are passed over: `earlier`'s, with the held users of the `fresh` changes; `earlier` itself when that adds none. */
+function replacedWith(earlier: Uint8Array | undefined, held: number, fresh: readonly number[], numbers: Int32Array): Uint8Array {
+  const added = fresh.map((k) => numbers[k]!).filter((user) => user < held && earlier?.[user] !== 1);
+  if (earlier !== undefined && added.length === 0) return earlier;
+  const replaced = new Uint8Array(held);
+  if (earlier !== undefined) replaced.set(earlier);
+  for (const user of added) replaced[user] = 1;
+  return replaced;
+}
+
+/**
+ * An array of kinds that later users may be written into past the end of the views made of it,
+ * by the one index whose view ends where the writing did (`used`): older views never see them.
+ */
+interface GrowableKinds {
+  array: Uint8Array;
+  used: number;
+}
+
+/**
+ * Every user's kind with the `fresh` changes: `earlier` itself when none differs and no user is
+ * new; `earlier`'s array written past its end when only new users come and it may grow; a copy
+ * (with room to grow) otherwise. Copying a million kinds on every update cost more than the rest
+ * of the update (docs/decisions.md, "How writes reach the in-memory search indexes").
+ */
+function kindsWith(
+  earlier: Uint8Array,
+  growable: GrowableKinds | undefined,
+  users: number,
+  fresh: readonly number[],
+  changes: readonly ChangedUser[],
+  numbers: Int32Array,
+): { view: Uint8Array; array: Uint8Array; growable: GrowableKinds | undefined } {
+  const differs = fresh.some((k) => numbers[k]! < earlier.length && earlier[numbers[k]!] !== kindOf(changes[k]!));
+  if (!differs && users === earlier.length) return { view: earlier, array: growable?.array ?? earlier, growable };
+  if (!differs && users > earlier.length && growable !== undefined && growable.used === earlier.length && users <= growable.array.length) {
+    for (const k of fresh) if (numbers[k]! >= earlier.length) growable.array[numbers[k]!] = kindOf(changes[k]!);
+    growable.used = users;
+    return { view: growable.array.subarray(0, users), array: growable.array, growable };
+  }
+  const array = new Uint8Array(users + Math.max(1024, users >> 6));
+  array.set(earlier.subarray(0, Math.min(earlier.length, users)));
+  for (const k of fresh) array[numbers[k]!] = kindOf(changes[k]!);
+  const grown = { array, used: users };
+  return { view: array.subarray(0, users), array, growable: grown };
 }
 
 export class SearchIndex {
@@ -341,52 +458,33 @@ export class SearchIndex {
   withChanges(version: number, users: number, changed: readonly ChangedUser[]): SearchIndex | undefined {
     const base = this.#base;
     const held = base.seqs.length;
-    // Earlier changes, unless changed again.
-    const bySeq = new Map<number, ChangedUser>((this.#overlay?.changes ?? []).map((user) => [user.seq, user]));
-    for (const user of changed) bySeq.set(user.seq, user);
-    const changes = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+    const previous = this.#overlay;
+    const laid = mergedChanges(previous, changed, base.seqs, users);
+    if (laid === undefined) return undefined;
+    const { changes, numbers, addedSeqs, fresh } = laid;
 
-    const numbers = new Int32Array(changes.length);
-    const addedSeqs: number[] = [];
-    const replaced = new Uint8Array(held);
+    // Placements of changes laid over before are carried (same object, same base): only the new ones are made.
+    const placements = new Map<ChangedUser, Placement>();
+    for (const change of changes) placements.set(change, previous?.placements.get(change) ?? placementOf(change));
     const byUser = new Map<number, number>();
-    for (const [k, change] of changes.entries()) {
-      let user = placeOf(base.seqs, change.seq);
-      if (user >= 0) replaced[user] = 1;
-      else if (change.seq > (addedSeqs.at(-1) ?? (held > 0 ? base.seqs[held - 1]! : -Infinity))) user = held + addedSeqs.push(change.seq) - 1;
-      else return undefined;
-      numbers[k] = user;
-      byUser.set(user, k);
-    }
-    if (held + addedSeqs.length !== users) return undefined;
-
-    const keys = changes.map((change) => asBytes(change.searchKey) + '\0');
+    for (let k = 0; k < changes.length; k++) byUser.set(numbers[k]!, k);
     const starts = new Int32Array(changes.length + 1);
-    for (const [k, key] of keys.entries()) starts[k + 1] = starts[k]! + key.length;
-    const kinds = new Uint8Array(users);
-    kinds.set(base.kinds);
-    for (const [k, change] of changes.entries()) kinds[numbers[k]!] = kindOf(change);
+    const keys: string[] = [];
+    for (let k = 0; k < changes.length; k++) {
+      const key = placements.get(changes[k]!)!.searchKey;
+      keys.push(key);
+      starts[k + 1] = starts[k]! + key.length;
+    }
+
+    // The arrays of a user each are shared with the index laid over before while they stay as they were.
+    const replaced = replacedWith(previous?.replaced, held, fresh, numbers);
+    const kinds = kindsWith(previous?.kinds ?? base.kinds, previous?.growableKinds, users, fresh, changes, numbers);
 
     const inserts = {} as Overlay['inserts'];
-    // Changes laid over before keep their places (same object, same base): only new ones are searched for.
-    const previous = this.#overlay?.placements;
-    const placements = new Map<ChangedUser, Placement>();
-    for (const change of changes) {
-      placements.set(
-        change,
-        previous?.get(change) ?? {
-          keys: {
-            lastname: asBytes(change.sortKeys.lastname),
-            firstname: asBytes(change.sortKeys.firstname),
-            email: asBytes(change.sortKeys.email),
-            id: asBytes(change.id),
-          },
-          before: {},
-        },
-      );
-    }
+    const superseded = new Set<number>();
+    for (const k of fresh) superseded.add(numbers[k]!);
     for (const field of SORT_FIELDS) {
-      const placed = this.#placeInBase(field, changes, placements, numbers, replaced);
+      const placed = this.#placeInBase(field, fresh, changes, placements, numbers, replaced, previous?.inserts[field], superseded, byUser);
       if (placed === undefined) return undefined;
       inserts[field] = placed;
     }
@@ -396,7 +494,7 @@ export class SearchIndex {
       starts.byteLength +
       numbers.byteLength +
       replaced.byteLength +
-      kinds.byteLength +
+      kinds.array.byteLength +
       8 * addedSeqs.length +
       3 * 8 * changes.length +
       400 * changes.length;
@@ -408,7 +506,8 @@ export class SearchIndex {
       byUser,
       placements,
       replaced,
-      kinds,
+      kinds: kinds.view,
+      growableKinds: kinds.growable,
       addedSeqs: Float64Array.from(addedSeqs),
       inserts,
       bytes: overlayBytes,
@@ -466,30 +565,39 @@ export class SearchIndex {
    * Where each change goes in the base order of `field`: before which base place, in order;
    * undefined if a tie with a user not `replaced` leaves it open (ties are ordered by an id the
    * index does not hold), or a name holding the separator makes a base key unreadable. A change
-   * placed before keeps its place (more users replaced since only removes ties).
+   * placed before keeps its place (more users replaced since only removes ties): the changes laid
+   * over before stay in the order they were (`earlier`, less the users changed again:
+   * `superseded`), and only the `fresh` ones (places in `changes`) are searched for and merged in.
    */
   #placeInBase(
     field: SortField,
+    fresh: readonly number[],
     changes: readonly ChangedUser[],
     placements: ReadonlyMap<ChangedUser, Placement>,
     numbers: Int32Array,
     replaced: Uint8Array,
+    earlier: { before: Int32Array; users: Int32Array } | undefined,
+    superseded: ReadonlySet<number>,
+    byUser: ReadonlyMap<number, number>,
   ): { before: Int32Array; users: Int32Array } | undefined {
     const keyOrder = sortKeyOrder(field);
-    const placed = changes.map((change, k) => {
-      const placement = placements.get(change)!;
-      return { user: numbers[k]!, key: keyOrder.map((key) => placement.keys[key]), id: placement.keys.id, placement };
-    });
-    const byKey = (a: (typeof placed)[number], b: (typeof placed)[number]) => compareKeys(a.key, b.key) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-    const fresh = placed.filter((change) => change.placement.before[field] === undefined).sort(byKey);
+    const placementAt = (k: number) => placements.get(changes[k]!)!;
+    const byKey = (a: number, b: number) => {
+      const x = placementAt(a).keys;
+      const y = placementAt(b).keys;
+      for (const key of keyOrder) if (x[key] !== y[key]) return x[key] < y[key] ? -1 : 1;
+      return x.id < y.id ? -1 : x.id > y.id ? 1 : 0;
+    };
+    const unplaced = fresh.filter((k) => placementAt(k).before[field] === undefined);
+    const keyed = unplaced.map((k) => ({ k, key: keyOrder.map((key) => placementAt(k).keys[key]) })).sort((a, b) => byKey(a.k, b.k));
     const order = this.#base.orders[field];
     let low = 0;
-    for (const change of fresh) {
+    for (const { k, key } of keyed) {
       // The first base place whose keys come after the change's, searched from the last one found:
       // in steps that double until one is past it (changes are usually close together), then halving.
       let high = low;
       for (let step = 1; high < order.length; step *= 2) {
-        const compared = this.#compareBaseKeys(order[high]!, keyOrder, change.key);
+        const compared = this.#compareBaseKeys(order[high]!, keyOrder, key);
         if (compared === undefined) return undefined;
         if (compared >= 0) break;
         low = high + 1;
@@ -498,19 +606,39 @@ export class SearchIndex {
       high = Math.min(high, order.length);
       while (low < high) {
         const middle = (low + high) >>> 1;
-        const compared = this.#compareBaseKeys(order[middle]!, keyOrder, change.key);
+        const compared = this.#compareBaseKeys(order[middle]!, keyOrder, key);
         if (compared === undefined) return undefined;
         if (compared < 0) low = middle + 1;
         else high = middle;
       }
       // Equal keys from here on: only a replaced user's old place (passed over) may tie.
-      for (let place = low; place < order.length && this.#compareBaseKeys(order[place]!, keyOrder, change.key) === 0; place++) {
+      for (let place = low; place < order.length && this.#compareBaseKeys(order[place]!, keyOrder, key) === 0; place++) {
         if (replaced[order[place]!] !== 1) return undefined;
       }
-      change.placement.before[field] = low;
+      placementAt(k).before[field] = low;
     }
-    placed.sort((a, b) => a.placement.before[field]! - b.placement.before[field]! || byKey(a, b));
-    return { before: Int32Array.from(placed, (change) => change.placement.before[field]!), users: Int32Array.from(placed, (change) => change.user) };
+    const beforeOf = (k: number) => placementAt(k).before[field]!;
+    const incoming = [...fresh].sort((a, b) => beforeOf(a) - beforeOf(b) || byKey(a, b));
+    // Merged with the earlier changes (in their order already), the users changed again left out.
+    const count = changes.length;
+    const before = new Int32Array(count);
+    const placedUsers = new Int32Array(count);
+    let at = 0;
+    let next = 0;
+    const take = (k: number) => {
+      before[at] = beforeOf(k);
+      placedUsers[at++] = numbers[k]!;
+    };
+    for (let e = 0; e < (earlier?.users.length ?? 0); e++) {
+      const user = earlier!.users[e]!;
+      if (superseded.has(user)) continue;
+      const k = byUser.get(user)!;
+      while (next < incoming.length && (beforeOf(incoming[next]!) - earlier!.before[e]! || byKey(incoming[next]!, k)) < 0) take(incoming[next++]!);
+      take(k);
+    }
+    while (next < incoming.length) take(incoming[next++]!);
+    if (at !== count) return undefined;
+    return { before, users: placedUsers };
   }
 
   /** How a held user's keys (as the base holds them) compare with `key`, field by field in `keyOrder`; undefined if its search key does not split into three. */
@@ -936,14 +1064,6 @@ function compareRange(keys: string, from: number, to: number, key: string): numb
     if (difference !== 0) return difference;
   }
   return to - from - key.length;
-}
-
-/** Compares sort keys field by field, byte-wise (keys are UTF-8 bytes, one per character), as the databases order them. */
-function compareKeys(a: readonly string[], b: readonly string[]): number {
-  for (let i = 0; i < a.length; i++) {
-    if (a[i]! !== b[i]!) return a[i]! < b[i]! ? -1 : 1;
-  }
-  return 0;
 }
 
 /** Where `seq` is in the ascending `seqs`, or -1. */

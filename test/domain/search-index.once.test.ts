@@ -479,6 +479,35 @@ describe('SearchIndex.withChanges', () => {
     assert.equal(index.withChanges(2, 3, [user(3)]), undefined, 'a seq between held ones is no user of this index');
     assert.equal(index.withChanges(2, 5, [user(12)]), undefined, 'a count that does not add up');
     assert.equal(index.withChanges(2, 4, [user(12)])?.users, 4);
+    const added = index.withChanges(2, 4, [user(12)])!;
+    assert.equal(added.withChanges(3, 5, [user(11)]), undefined, 'a new user before one added earlier would renumber it');
+    assert.equal(added.withChanges(3, 5, [user(13)])?.users, 5);
+  });
+
+  it('leaves each index it was laid over answering as before: the arrays it shares are never written where that one reads', () => {
+    fc.assert(
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded }) => {
+        const start = evolve([], [], initial);
+        const first = evolve(start.users, one, oneAdded);
+        const once = read(start.users, 3).withChanges(4, first.users.length, first.changed)!;
+        // Two updates of the same index (a kind changed, users added, or neither), then each again.
+        const second = evolve(first.users, two, twoAdded);
+        const other = evolve(first.users, one, twoAdded);
+        const twice = once.withChanges(5, second.users.length, second.changed)!;
+        const otherTwice = once.withChanges(5, other.users.length, other.changed)!;
+        const third = evolve(second.users, [], oneAdded);
+        const thrice = twice.withChanges(6, third.users.length, third.changed)!;
+        assertAnswersAlike(once, read(first.users, 4), first.users);
+        assertAnswersAlike(twice, read(second.users, 5), second.users);
+        assertAnswersAlike(otherTwice, read(other.users, 5), other.users);
+        assertAnswersAlike(thrice, read(third.users, 6), third.users);
+        const otherThird = evolve(other.users, [], twoAdded);
+        assertAnswersAlike(otherTwice.withChanges(6, otherThird.users.length, otherThird.changed)!, read(otherThird.users, 6), otherThird.users);
+        assertAnswersAlike(twice, read(second.users, 5), second.users);
+        assertAnswersAlike(once, read(first.users, 4), first.users);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('keeps room members, none of the users added after them a member', () => {

@@ -116,7 +116,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       return passes !== undefined && scopeIncludes(passes.scope, orgId) ? passes.validUntil : undefined;
     },
     app.log,
-    options.now,
+    // A request waiting for a renewal spends its handler's time (request-deadlines.ts counts it).
+    { now: options.now, renewalWaitMs: Math.floor(config.timeouts.handlerMs / 2) },
   );
   app.decorate('authenticator', authenticator);
   app.decorate('answerReplay', replay);

@@ -489,12 +489,13 @@ export class SearchIndex {
       inserts[field] = placed;
     }
     // The changes themselves (objects of five short strings), their placements and the map of users, about 400 bytes each.
+    // Kinds still the base's own are counted with the base.
     const overlayBytes =
       starts[changes.length]! +
       starts.byteLength +
       numbers.byteLength +
       replaced.byteLength +
-      kinds.array.byteLength +
+      (kinds.array === base.kinds ? 0 : kinds.array.byteLength) +
       8 * addedSeqs.length +
       3 * 8 * changes.length +
       400 * changes.length;

@@ -3,7 +3,10 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
+import { SharedWork } from '../lib/shared-work.ts';
+import { ProblemError } from '../errors.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
+import { arrivalToken, recordArrival } from './arrival.ts';
 import { completedLineWriter, requestId } from './request-log.ts';
 
 /** What is replayed: the answer's bytes and headers (its own `X-Request-Id` aside), while the credential is sure to pass. */
@@ -21,8 +24,6 @@ interface KeptAnswer {
   address: string;
   /** How the route computes it again once the database changed; none: the framework answers then. */
   renewal: Renewal | undefined;
-  /** The renewal under way, for the token it was asked under: requests arriving meanwhile share it. */
-  renewing?: { token: number; kept: Promise<KeptAnswer | undefined> };
 }
 
 /** How a route's answer is computed again, without the framework, after the database changed (see AnswerReplay.renewable). */
@@ -46,27 +47,18 @@ export type Reauthorize = (header: string, address: string, orgId: string, asOf:
  */
 const KEPT_ANSWER_BYTES = 64 * 1024 * 1024;
 
-/** Requests wait this long at most for a kept answer's renewal, then go to the framework (whose handler deadline applies). */
+/**
+ * Requests wait this long at most for a kept answer's renewal (counted from the renewal's start),
+ * then go to the framework, whose handler deadline counts the time waited (see arrival.ts). While
+ * a renewal runs past it (the database stalling), no other is begun for its key.
+ */
 const RENEWAL_WAIT_MS = 1_000;
 
-/**
- * A request the replay looked at and passed on: when it arrived (`performance.now()`), and the
- * token of the database's changes taken then, caught up to that moment, before anything was read
- * for it.
- */
-const arrivals = new WeakMap<IncomingMessage, { at: number; token: number | undefined }>();
+/** A renewal that fails otherwise than with the route's own problem answer is logged at most this often. */
+const RENEWAL_FAILURE_LOG_MS = 60_000;
 
 /** How the answer of a request being answered by the framework is computed again (see AnswerReplay.renewable). */
 const renewals = new WeakMap<IncomingMessage, Renewal>();
-
-/**
- * When a request passed on by the replay arrived: the moment its reads must be at least as new
- * as. The replay has caught the database's changes up to it already, so the framework's own
- * reads need no second catch-up (on PostgreSQL, a query to the listening connection).
- */
-export function arrivedAt(request: IncomingMessage): number | undefined {
-  return arrivals.get(request)?.at;
-}
 
 /**
  * Sends a GET's answer again, byte for byte, without running it through the framework: when the
@@ -98,23 +90,37 @@ export class AnswerReplay {
   readonly #log: FastifyBaseLogger;
   readonly #logCompleted: ReturnType<typeof completedLineWriter>;
   readonly #now: () => number;
+  readonly #renewalWaitMs: number;
+  /** Renewals under way, by key, each under the change token it was asked under: requests arriving meanwhile share it. */
+  readonly #renewing = new SharedWork<string, KeptAnswer | undefined>();
+  /** Each renewal raced against its wait (RENEWAL_WAIT_MS), once for all the requests waiting on it. */
+  readonly #inTime = new WeakMap<Promise<KeptAnswer | undefined>, Promise<KeptAnswer | undefined>>();
   readonly #salt = randomBytes(32).toString('base64');
   #stopped = false;
+  /** When a failed renewal was last logged (performance.now()), and how many failed since. */
+  #renewalFailures = { loggedAt: -Infinity, unlogged: 0 };
   /** Called for each answer replayed (the request metrics, the slow-request log). */
   onReplayed: ((reqId: string, route: string, status: number, seconds: number) => void) | undefined;
   /** Answers replayed so far (renewed ones included). */
   replayed = 0;
-  /** Answers computed again without the framework after the database changed. */
+  /** Answers computed again without the framework after the database changed, and kept (each replayed to every request that waited on it). */
   renewed = 0;
 
-  constructor(changes: ChangeSource, reauthorize: Reauthorize, log: FastifyBaseLogger, now: () => number = Date.now) {
+  /** `now`: the authenticator's clock; `renewalWaitMs`: the most a request waits for a renewal (at most RENEWAL_WAIT_MS). */
+  constructor(
+    changes: ChangeSource,
+    reauthorize: Reauthorize,
+    log: FastifyBaseLogger,
+    options: { now?: (() => number) | undefined; renewalWaitMs?: number } = {},
+  ) {
     this.#changes = changes;
     this.#reauthorize = reauthorize;
     // A small body may be a slice of a shared 8 KiB block, which it keeps alive: weighed as the block.
     this.#answers = new LruCache(KEPT_ANSWER_BYTES, (answer) => Math.max(answer.body.byteLength, answer.body.buffer.byteLength) + 512);
     this.#log = log;
     this.#logCompleted = completedLineWriter(log);
-    this.#now = now;
+    this.#now = options.now ?? Date.now;
+    this.#renewalWaitMs = Math.min(RENEWAL_WAIT_MS, options.renewalWaitMs ?? RENEWAL_WAIT_MS);
   }
 
   /** From now on every request goes to the framework (shutting down: it answers 503 and closes connections). */
@@ -151,8 +157,9 @@ export class AnswerReplay {
     const key = this.#key(request);
     let kept = token === undefined || this.#stopped ? undefined : this.#answers.get(key);
     if (kept !== undefined && (kept.token !== token || kept.validUntil <= this.#now())) kept = await this.#renewed(key, kept, token!, arrivedAt, request);
-    if (kept === undefined || request.destroyed) {
-      arrivals.set(request, { at: arrivedAt, token });
+    // Stopped while waiting: the framework answers (503, closing the connection).
+    if (kept === undefined || this.#stopped || request.destroyed) {
+      recordArrival(request, arrivedAt, token);
       passOn();
       return;
     }
@@ -171,42 +178,65 @@ export class AnswerReplay {
    * without the framework, or the route answering otherwise than 200.
    */
   #renewed(key: string, kept: KeptAnswer, token: number, asOf: number, request: IncomingMessage): Promise<KeptAnswer | undefined> {
-    if (kept.renewing?.token === token) return kept.renewing.kept;
     const { renewal } = kept;
     const header = request.headers.authorization;
     if (renewal === undefined || header === undefined) {
       this.#answers.delete(key);
       return Promise.resolve(undefined);
     }
-    const renewing = (async (): Promise<KeptAnswer | undefined> => {
-      const validUntil = await this.#reauthorize(header, kept.address, renewal.orgId, asOf);
-      if (validUntil === undefined || validUntil <= this.#now()) return undefined;
-      const body = await renewal.answer(asOf);
-      // Bodies are the lookup's own kept buffers: an answer no change touched is the very same one.
-      const headers = body === kept.body || body.equals(kept.body) ? kept.headers : withLength(kept.headers, body.length);
-      return { ...kept, body, headers, validUntil, token, renewing: undefined };
-    })().then(
-      (renewed) => {
-        if (this.#answers.get(key) === kept) {
-          if (renewed === undefined || this.#stopped) this.#answers.delete(key);
-          else this.#answers.set(key, renewed);
-        }
-        if (renewed !== undefined) this.renewed += 1;
-        return renewed;
-      },
-      () => {
-        if (this.#answers.get(key) === kept) this.#answers.delete(key);
-        return undefined;
-      },
-    );
-    // The database stalling: the requests go to the framework, whose deadline answers them.
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), RENEWAL_WAIT_MS);
-    });
-    const inTime = Promise.race([renewing, late]).finally(() => clearTimeout(timer));
-    kept.renewing = { token, kept: inTime };
+    // A renewal past its wait (the database stalling): the framework answers, and none piles up behind it.
+    const busySince = this.#renewing.busySince(key);
+    if (busySince !== undefined && performance.now() - busySince >= this.#renewalWaitMs) return Promise.resolve(undefined);
+    const renewing = this.#renewing.run(key, token, () => this.#renew(key, kept, renewal, header, token, asOf));
+    let inTime = this.#inTime.get(renewing);
+    if (inTime === undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), this.#renewalWaitMs);
+        timer.unref();
+      });
+      inTime = Promise.race([renewing, late]).finally(() => clearTimeout(timer));
+      this.#inTime.set(renewing, inTime);
+    }
     return inTime;
+  }
+
+  /** The kept answer computed again under `token`, kept in its place; undefined (and forgotten) when it cannot be. */
+  async #renew(key: string, kept: KeptAnswer, renewal: Renewal, header: string, token: number, asOf: number): Promise<KeptAnswer | undefined> {
+    let renewed: KeptAnswer | undefined;
+    try {
+      const validUntil = await this.#reauthorize(header, kept.address, renewal.orgId, asOf);
+      if (validUntil !== undefined && validUntil > this.#now()) {
+        const body = await renewal.answer(asOf);
+        // Bodies are the lookup's own kept buffers: an answer no change touched is the very same one.
+        const headers = body === kept.body || body.equals(kept.body) ? kept.headers : withLength(kept.headers, body.length);
+        renewed = { ...kept, body, headers, validUntil, token };
+      }
+    } catch (error) {
+      // The route answering otherwise (a room deleted: its 404) is the framework's to send; anything else is logged.
+      if (!(error instanceof ProblemError)) this.#renewalFailed(error);
+    }
+    // Kept in its place unless the framework has kept a newer answer meanwhile (after a renewal past its wait).
+    if (this.#answers.get(key) === kept) {
+      if (renewed === undefined || this.#stopped) this.#answers.delete(key);
+      else {
+        this.#answers.set(key, renewed);
+        this.renewed += 1;
+      }
+    }
+    return renewed;
+  }
+
+  /** Logs a failed renewal (the request goes to the framework, which answers or logs it too), at most once a minute. */
+  #renewalFailed(error: unknown): void {
+    const failures = this.#renewalFailures;
+    const now = performance.now();
+    if (now - failures.loggedAt < RENEWAL_FAILURE_LOG_MS) {
+      failures.unlogged += 1;
+      return;
+    }
+    this.#log.warn({ err: error, failedUnlogged: failures.unlogged }, 'answer replay: a kept answer could not be renewed; its requests go to the framework');
+    this.#renewalFailures = { loggedAt: now, unlogged: 0 };
   }
 
   /** Says how the route computes this request's answer again once the database changed (call before it is sent). */
@@ -219,7 +249,7 @@ export class AnswerReplay {
    * (route hooks run after the app's), so the headers are those sent.
    */
   readonly replayable = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void => {
-    const token = arrivals.get(request.raw)?.token;
+    const token = arrivalToken(request.raw);
     const validUntil = request.authValidUntil;
     if (token !== undefined && validUntil !== undefined && reply.statusCode === 200 && Buffer.isBuffer(payload) && !this.#stopped) {
       this.#answers.set(this.#key(request.raw), {

@@ -4,7 +4,7 @@ import { scopeIncludes, type Authenticator, type AuthOutcome } from '../auth/aut
 import { bearerToken } from '../domain/api-token.ts';
 import type { CredentialScope } from '../repositories/credential-repository.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
-import { arrivedAt } from './answer-replay.ts';
+import { arrivedAt } from './arrival.ts';
 import { sendProblem } from './problem-handlers.ts';
 
 export const WWW_AUTHENTICATE = 'Basic realm="signroom", charset="UTF-8"';

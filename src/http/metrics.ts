@@ -4,6 +4,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { RenderPool } from '../documents/render-pool.ts';
 import { sendProblem } from './problem-handlers.ts';
+import { elapsedSinceArrival } from './arrival.ts';
 
 /** What /metrics reads from the rest of the service when it is scraped. */
 export interface MetricSources {
@@ -37,7 +38,7 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
   // Without a token nothing is counted: only slow requests are logged.
   if (options.token === undefined) {
     app.addHook('onResponse', (request, reply, done) => {
-      if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
+      if (elapsedSinceArrival(request, reply) >= options.slowRequestMs) logSlow(request, reply);
       done();
     });
     return logSlowElsewhere;
@@ -63,8 +64,9 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
     durations.observe(labels, seconds);
   };
   app.addHook('onResponse', (request, reply, done) => {
-    count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
-    if (reply.elapsedTime >= options.slowRequestMs) logSlow(request, reply);
+    const ms = elapsedSinceArrival(request, reply);
+    count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, ms / 1000);
+    if (ms >= options.slowRequestMs) logSlow(request, reply);
     done();
   });
 
@@ -90,7 +92,7 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
 }
 
 function logSlow(request: FastifyRequest, reply: FastifyReply): void {
-  request.log.warn(slowLine(reply.elapsedTime, request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode), 'slow request');
+  request.log.warn(slowLine(elapsedSinceArrival(request, reply), request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode), 'slow request');
 }
 
 /** What the "slow request" line says of a request, besides its id. */

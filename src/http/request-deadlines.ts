@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RequestTimeouts } from '../config.ts';
 import { sendProblem } from './problem-handlers.ts';
+import { heldBeforeFramework } from './arrival.ts';
 
 /**
  * The Node.js server options that bound the phases Node itself reads: the headers, and the
@@ -50,7 +51,8 @@ export function installRequestDeadlines(app: FastifyInstance, timeouts: RequestT
   sweep.unref();
   app.addHook('onClose', async () => clearInterval(sweep));
   app.addHook('preHandler', (request, reply, done) => {
-    running.set(request, { reply, deadline: performance.now() + timeouts.handlerMs });
+    // The time the answer replay held the request (waiting for a renewal) counts.
+    running.set(request, { reply, deadline: performance.now() + timeouts.handlerMs - heldBeforeFramework(request.raw) });
     done();
   });
   app.addHook('onResponse', (request, _reply, done) => {

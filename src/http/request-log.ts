@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import { BatchedLineWriter } from '../lib/batched-line-writer.ts';
+import { elapsedSinceArrival } from './arrival.ts';
 
 /** Log bytes held while standard output does not take them (a stalled log reader): beyond, lines are dropped. */
 const MAX_HELD_BYTES = 16 * 1024 * 1024;
@@ -37,7 +38,7 @@ export class RequestLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = completedLine(request.method, request.url, reply.statusCode, reply.elapsedTime);
+    const line = completedLine(request.method, request.url, reply.statusCode, elapsedSinceArrival(request, reply));
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
   }

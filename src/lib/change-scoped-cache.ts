@@ -1,4 +1,5 @@
 import { LruCache } from './lru-cache.ts';
+import { SharedWork } from './shared-work.ts';
 
 /** Tells whether the database may have changed since a value was read from it. */
 export interface ChangeSource {
@@ -29,7 +30,7 @@ export class ChangeScopedCache<K, V> {
   /** Moves with the database's token and with every delete or clear: a read begun before either is not kept. */
   #generation = 0;
   /** Loads under way (read), each with the generation it began in: callers in the same generation share it. */
-  readonly #loading = new Map<K, { generation: number; value: Promise<V> }>();
+  readonly #loading = new SharedWork<K, V>();
 
   /** `capacity` and `weigh` as for LruCache: entries, or a total weight such as bytes. */
   constructor(changes: ChangeSource, capacity: number, weigh?: (value: V) => number) {
@@ -76,25 +77,11 @@ export class ChangeScopedCache<K, V> {
     if (kept !== undefined) return kept;
     const readAt = this.token(asOf);
     if (readAt === undefined) return load();
-    const shared = this.#loading.get(key);
-    if (shared?.generation === readAt) return shared.value;
-    const value = load().then(
-      (loaded) => {
-        this.#settled(key, value);
-        this.set(key, loaded, readAt);
-        return loaded;
-      },
-      (error: unknown) => {
-        this.#settled(key, value);
-        throw error;
-      },
-    );
-    this.#loading.set(key, { generation: readAt, value });
-    return value;
-  }
-
-  #settled(key: K, value: Promise<V>): void {
-    if (this.#loading.get(key)?.value === value) this.#loading.delete(key);
+    return this.#loading.run(key, readAt, async () => {
+      const loaded = await load();
+      this.set(key, loaded, readAt);
+      return loaded;
+    });
   }
 
   /** Runs this process's own write of what the key was read from, forgetting the key before and after it. */

@@ -3,6 +3,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { containsAllTerms } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database, OrganizationTable, RoomTable, UserTable } from '../db/tables.ts';
+import type { Tally } from '../domain/signatory-rules.ts';
 
 export interface OrganizationRow {
   id: string;
@@ -18,43 +19,54 @@ export async function roomExists(db: Kysely<Database>, orgId: string, roomId: st
   return row !== undefined;
 }
 
-/** The organization and whether the room exists in it, in one query; undefined for an unknown organization. */
+/**
+ * The organization, whether the room exists in it, and the organization's users and the room's
+ * members tallied by kind, in one statement (so all of one version: the tallies count what a
+ * lookup without terms finds at `directoryVersion`); undefined for an unknown organization.
+ */
 export async function findLookupScope(
   db: Kysely<Database>,
   orgId: string,
   roomId: string,
-): Promise<{ organization: OrganizationRow; roomExists: boolean } | undefined> {
-  const row = await db
+): Promise<{ organization: OrganizationRow; roomExists: boolean; tallies: { organization: Tally[]; members: Tally[] } } | undefined> {
+  const rows = await db
     .selectFrom('organizations as o')
+    .leftJoin('user_tallies as t', (join) => join.onRef('t.org_id', '=', 'o.id').on('t.room_id', 'in', ['', roomId]))
     .select((eb) => [
       'o.id',
       'o.external_signatories',
       'o.directory_version',
       eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
-      eb
-        .exists(
-          eb
-            .selectFrom('user_tallies as t')
-            .select('t.org_id')
-            .whereRef('t.org_id', '=', 'o.id')
-            .where('t.room_id', '=', '')
-            .where('t.candidate', '=', 0)
-            .where('t.users', '>', 0),
-        )
-        .as('has_non_candidates'),
+      't.room_id',
+      't.external',
+      't.needs_invite',
+      't.candidate',
+      't.users',
     ])
     .where('o.id', '=', orgId)
-    .executeTakeFirst();
+    .execute();
+  const row = rows[0];
   if (row === undefined) return undefined;
+  const tallies: { organization: Tally[]; members: Tally[] } = { organization: [], members: [] };
+  for (const tally of rows) {
+    if (tally.room_id === null) continue;
+    (tally.room_id === '' ? tallies.organization : tallies.members).push({
+      external: tally.external === 1,
+      needsInvitation: tally.needs_invite === 1,
+      candidate: tally.candidate === 1,
+      users: Number(tally.users),
+    });
+  }
   return {
     organization: {
       id: row.id,
       externalSignatories: row.external_signatories === 1,
       directoryVersion: Number(row.directory_version),
-      hasNonCandidates: Boolean(row.has_non_candidates),
+      hasNonCandidates: tallies.organization.some((tally) => !tally.candidate && tally.users > 0),
     },
     // 1/0 on SQLite, true/false on PostgreSQL.
     roomExists: Boolean(row.room_exists),
+    tallies,
   };
 }
 

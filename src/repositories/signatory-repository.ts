@@ -202,12 +202,26 @@ export async function findFewMatches(
   const total = Number(page[0]?.total ?? 0);
   if (total > upTo) return undefined;
   const ids = page.flatMap((row) => (row.id === null ? [] : [row.id]));
-  return { total, rows: await readUsersInOrder(db, criteria, 'id', ids) };
+  return { total, rows: (await readUsersInOrder(db, criteria, 'id', ids))! };
 }
 
 /** The users of the given seqs (the in-memory search index's page), read whole, in the order of the seqs. */
 export async function findUsersBySeq(db: Kysely<Database>, criteria: CandidateCriteria, seqs: readonly number[]): Promise<SignatoryRow[]> {
-  return readUsersInOrder(db, criteria, 'seq', seqs);
+  return (await readUsersInOrder(db, criteria, 'seq', seqs))!;
+}
+
+/**
+ * The users of the given seqs as at directory version `version`, outside a transaction: each
+ * statement reads the organization's version with the users, and undefined when that is not
+ * `version` any more (a change committed since: the users read may be newer than the page).
+ */
+export async function findUsersBySeqAt(
+  db: Kysely<Database>,
+  criteria: CandidateCriteria,
+  seqs: readonly number[],
+  version: number,
+): Promise<SignatoryRow[] | undefined> {
+  return readUsersInOrder(db, criteria, 'seq', seqs, version);
 }
 
 /**
@@ -220,7 +234,8 @@ async function readUsersInOrder<K extends 'id' | 'seq'>(
   criteria: CandidateCriteria,
   key: K,
   values: readonly (K extends 'id' ? string : number)[],
-): Promise<SignatoryRow[]> {
+  atVersion?: number,
+): Promise<SignatoryRow[] | undefined> {
   const position = new Map<string | number, number>(values.map((value, index) => [value, index]));
   const rows: { row: SignatoryRow; at: number }[] = [];
   for (const batch of chunks(values, READ_BATCH)) {
@@ -231,7 +246,12 @@ async function readUsersInOrder<K extends 'id' | 'seq'>(
       .where(orgId, '=', criteria.orgId)
       .where(`u.${key}`, 'in', batch as never[])
       .select((eb) => [...USER_COLUMNS, 'u.seq', isRoomMember(eb, criteria.roomId).as('room_member')])
+      .$if(atVersion !== undefined, (query) =>
+        query.select((eb) => eb.selectFrom('organizations as o').select('o.directory_version').whereRef('o.id', '=', 'u.org_id').as('directory_version')),
+      )
       .execute();
+    // Every user of the batch is in the organization: none read means nothing to check against.
+    if (atVersion !== undefined && (read.length < batch.length || read.some((user) => Number(user.directory_version) !== atVersion))) return undefined;
     for (const user of read) rows.push({ row: toSignatoryRow(user), at: position.get(key === 'id' ? user.id : Number(user.seq))! });
   }
   return rows.sort((a, b) => a.at - b.at).map(({ row }) => row);

@@ -1,26 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/tables.ts';
-import { CANDIDATE_STATUSES, type Tally } from '../domain/signatory-rules.ts';
-
-/** The organization's users and the room's members, tallied by kind (see the user_tallies migration). */
-export async function findTallies(db: Kysely<Database>, orgId: string, roomId: string): Promise<{ organization: Tally[]; members: Tally[] }> {
-  const rows = await db
-    .selectFrom('user_tallies')
-    .select(['room_id', 'external', 'needs_invite', 'candidate', 'users'])
-    .where('org_id', '=', orgId)
-    .where('room_id', 'in', ['', roomId])
-    .execute();
-  const tally = (row: (typeof rows)[number]): Tally => ({
-    external: row.external === 1,
-    needsInvitation: row.needs_invite === 1,
-    candidate: row.candidate === 1,
-    users: Number(row.users),
-  });
-  return {
-    organization: rows.filter((row) => row.room_id === '').map(tally),
-    members: rows.filter((row) => row.room_id !== '').map(tally),
-  };
-}
+import { CANDIDATE_STATUSES } from '../domain/signatory-rules.ts';
 
 /** Tallies the organization's users and each room's members again: called by the import, in its transaction, after writing. */
 export async function retallyOrganization(db: Kysely<Database>, orgId: string): Promise<void> {

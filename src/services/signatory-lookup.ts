@@ -14,6 +14,7 @@ import {
   signatoryFilter,
   type SortDirection,
   type SortField,
+  type Tally,
 } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { findLookupScope, type OrganizationRow } from '../repositories/directory-repository.ts';
@@ -23,13 +24,14 @@ import {
   findFewMatches,
   findSignatories,
   findUsersBySeq,
+  findUsersBySeqAt,
   type CandidateCriteria,
   type PagePlan,
   type SignatoryRow,
 } from '../repositories/signatory-repository.ts';
-import { findTallies } from '../repositories/user-tally-repository.ts';
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
+import { SharedWork } from '../lib/shared-work.ts';
 import type { RoomMembers, SearchIndex, SearchIndexes } from '../search-index/index.ts';
 import type { IndexSearch } from '../domain/search-index.ts';
 
@@ -84,7 +86,7 @@ export class SignatoryLookup {
    * Answers being computed, by page key (of one version): after each write every connection asks
    * again at once, and one computation answers them all.
    */
-  readonly #computing = new Map<string, Promise<Buffer>>();
+  readonly #computing = new SharedWork<string, Buffer>();
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
@@ -109,11 +111,7 @@ export class SignatoryLookup {
     const cached = this.#pages.get(scopeKeys.page);
     if (cached !== undefined) return cached;
     // The same lookup under way at this version: its answer (of this version or a newer one) will do.
-    const underWay = this.#computing.get(scopeKeys.page);
-    if (underWay !== undefined) return underWay;
-    const answer = this.#compute(scopeKeys, request, pageRequest, sort).finally(() => this.#computing.delete(scopeKeys.page));
-    this.#computing.set(scopeKeys.page, answer);
-    return answer;
+    return this.#computing.run(scopeKeys.page, undefined, () => this.#compute(scopeKeys, request, pageRequest, sort));
   }
 
   /** The answer of a lookup not kept, from the version its keys were read at or a newer one (see lookup). */
@@ -131,6 +129,8 @@ export class SignatoryLookup {
       const waited = (await this.#indexes?.catchUp(orgId, keys.directoryVersion, deadline - performance.now())) === true;
       const carried = this.#carried(keys);
       if (carried !== undefined) return carried;
+      const fromIndex = await this.#fromHeldIndex(keys, pageRequest, sort);
+      if (fromIndex !== undefined) return fromIndex;
       const answer = await this.#inSnapshot(keys, request, pageRequest, sort, waited && performance.now() < deadline);
       if (Buffer.isBuffer(answer)) return answer;
       keys = answer;
@@ -163,12 +163,47 @@ export class SignatoryLookup {
         const newer = keys.directoryVersion > waited.directoryVersion;
         if (mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true) return keys;
         const { total, rows } = await this.#totalAndPage(trx, keys, sort, pageRequest.size, pageOffset(pageRequest));
-        const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
-        this.#pages.set(keys.page, json);
-        const latest = this.#latest.get(keys.query);
-        if (latest === undefined || latest.version < keys.directoryVersion) this.#latest.set(keys.query, { version: keys.directoryVersion, json });
-        return json;
+        return this.#kept(keys, pageRequest, total, rows);
       });
+  }
+
+  /**
+   * The answer without a transaction, when the organization's index is held at exactly the
+   * lookup's version (with the room's members, if the filter needs them): the total and the page's
+   * seqs from the index (without terms, the total from the tallies read with the scope), and the
+   * page's users in one statement that reads the directory version with them. Undefined when that
+   * is not the lookup's any more (a change committed between: the snapshot answers) or the index
+   * is not held. Under steady writes most answers are computed again here: on PostgreSQL one round
+   * trip instead of five (the transaction, the scope, the count, the users, the commit).
+   */
+  async #fromHeldIndex(
+    keys: LookupKeys,
+    pageRequest: { page: number; size: number },
+    sort: { by: SortField; direction: SortDirection },
+  ): Promise<Buffer | undefined> {
+    const found = this.#heldIndex(keys, false);
+    if (found === undefined) return undefined;
+    const { criteria } = keys;
+    const query = indexQuery(keys, found.members, sort, pageRequest.size, pageOffset(pageRequest));
+    let page: { total: number; seqs: number[] };
+    if (criteria.terms.length > 0) page = found.index.search({ terms: criteria.terms, ...query });
+    else {
+      const total = countFromTallies(keys.tallies.organization, keys.tallies.members, criteria.includeExternal, criteria.filter);
+      page = { total, seqs: query.offset >= total ? [] : found.index.pageWithoutTerms(query) };
+    }
+    const rows = page.seqs.length === 0 ? [] : await findUsersBySeqAt(this.#db, criteria, page.seqs, keys.directoryVersion);
+    if (rows === undefined) return undefined;
+    this.#counts.set(cacheKey([keys.directoryVersion, criteria]), page.total);
+    return this.#kept(keys, pageRequest, page.total, rows);
+  }
+
+  /** The answer's JSON, kept under its version and as the lookup's latest. */
+  #kept(keys: LookupKeys, pageRequest: { page: number; size: number }, total: number, rows: readonly SignatoryRow[]): Buffer {
+    const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
+    this.#pages.set(keys.page, json);
+    const latest = this.#latest.get(keys.query);
+    if (latest === undefined || latest.version < keys.directoryVersion) this.#latest.set(keys.query, { version: keys.directoryVersion, json });
+    return json;
   }
 
   /** The latest answer of this lookup, if no change since its version can touch it (kept under the current version from then on). */
@@ -188,12 +223,12 @@ export class SignatoryLookup {
    * `cachedAsOf`: as kept from an earlier request if the database is unchanged
    * since that moment (never inside the snapshot, which must read its own).
    */
-  async #scope(db: Kysely<Database>, orgId: string, roomId: string, options: { cachedAsOf?: number } = {}): Promise<OrganizationRow & { roomId: string }> {
+  async #scope(db: Kysely<Database>, orgId: string, roomId: string, options: { cachedAsOf?: number } = {}): Promise<LookupScope> {
     const read = async () => ({ found: await findLookupScope(db, orgId, roomId) });
     const scope = (options.cachedAsOf !== undefined ? await this.#scopes.read(`${orgId}\0${roomId}`, read, options.cachedAsOf) : await read()).found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
-    return { ...scope.organization, roomId };
+    return { ...scope.organization, roomId, tallies: scope.tallies };
   }
 
   /**
@@ -238,7 +273,10 @@ export class SignatoryLookup {
     }
     if (total === undefined) {
       const criteria = keys.criteria;
-      total = criteria.terms.length > 0 ? await withParallelScans(db, () => countCandidates(db, criteria)) : await countCandidates(db, criteria);
+      total =
+        criteria.terms.length > 0
+          ? await withParallelScans(db, () => countSignatories(db, criteria))
+          : countFromTallies(keys.tallies.organization, keys.tallies.members, criteria.includeExternal, criteria.filter);
       this.#counts.set(countKey, total);
     }
     if (offset >= total) return { total, rows: [] };
@@ -300,27 +338,22 @@ function indexQuery(
   return { includeExternal: criteria.includeExternal, filter: criteria.filter, members, sortBy: sort.by, direction: sort.direction, offset, size };
 }
 
-/**
- * Without search terms the count comes from the organization's and the room's
- * tallies (a few rows the import keeps); with terms, from the matching users.
- */
-async function countCandidates(db: Kysely<Database>, criteria: CandidateCriteria): Promise<number> {
-  if (criteria.terms.length > 0) return countSignatories(db, criteria);
-  const tallies = await findTallies(db, criteria.orgId, criteria.roomId);
-  return countFromTallies(tallies.organization, tallies.members, criteria.includeExternal, criteria.filter);
-}
-
 /** The criteria of a lookup and its answer's cache key, under the directory version they were read with (the count's key is made only on a miss). */
 interface LookupKeys {
   criteria: CandidateCriteria;
   directoryVersion: number;
+  /** The organization's users and the room's members by kind at that version: a lookup without terms is counted from them. */
+  tallies: LookupScope['tallies'];
   page: string;
   /** The same lookup at any version. */
   query: string;
 }
 
+/** The organization and room a lookup reads, with their tallies, at one directory version. */
+type LookupScope = OrganizationRow & { roomId: string; tallies: { organization: Tally[]; members: Tally[] } };
+
 function lookupKeys(
-  scope: OrganizationRow & { roomId: string },
+  scope: LookupScope,
   request: LookupRequest,
   pageRequest: { page: number; size: number },
   sort: { by: SortField; direction: SortDirection },
@@ -334,7 +367,7 @@ function lookupKeys(
     hasNonCandidates: scope.hasNonCandidates,
   };
   const query = cacheKey([criteria, sort, pageRequest]);
-  return { criteria, directoryVersion: scope.directoryVersion, page: `${scope.directoryVersion}:${query}`, query };
+  return { criteria, directoryVersion: scope.directoryVersion, tallies: scope.tallies, page: `${scope.directoryVersion}:${query}`, query };
 }
 
 /**

@@ -5,7 +5,14 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { demoDirectory } from '../../src/demo/sample-directory.ts';
 import { searchTerms } from '../../src/domain/fold.ts';
 import { signatoryFilter, PURPOSES, SORT_FIELDS, type Purpose } from '../../src/domain/signatory-rules.ts';
-import { countSignatories, findFewMatches, findSignatories, type CandidateCriteria } from '../../src/repositories/signatory-repository.ts';
+import {
+  countSignatories,
+  findFewMatches,
+  findSignatories,
+  findUsersBySeq,
+  findUsersBySeqAt,
+  type CandidateCriteria,
+} from '../../src/repositories/signatory-repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** What a lookup in the demo organization's room asks for: the purpose's filter and the words as search terms. */
@@ -79,5 +86,22 @@ describe('signatory repository: both page plans give the same rows', () => {
       ),
       { numRuns: 400 },
     );
+  });
+
+  it('reads users by seq as at a directory version only while the organization is still at it', async () => {
+    const criteria = demoCriteria('board', undefined, []);
+    const users = await handle.db.selectFrom('users').select(['seq', 'id']).where('org_id', '=', 'demo').orderBy('seq', 'desc').limit(600).execute();
+    const seqs = users.map((user) => Number(user.seq));
+    const { directory_version } = await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'demo').executeTakeFirstOrThrow();
+    const version = Number(directory_version);
+    const atVersion = await findUsersBySeqAt(handle.db, criteria, seqs, version);
+    assert.deepEqual(
+      atVersion?.map((row) => row.id),
+      users.map((user) => user.id),
+      'every user, in the order of the seqs (more than one statement of them)',
+    );
+    assert.deepEqual(atVersion, await findUsersBySeq(handle.db, criteria, seqs));
+    assert.equal(await findUsersBySeqAt(handle.db, criteria, seqs, version - 1), undefined, 'the organization moved on since the page was made');
+    assert.equal(await findUsersBySeqAt(handle.db, criteria, [...seqs, 2_000_000_000], version), undefined, 'a seq not in the organization');
   });
 });

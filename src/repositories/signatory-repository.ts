@@ -211,9 +211,12 @@ export async function findUsersBySeq(db: Kysely<Database>, criteria: CandidateCr
 }
 
 /**
- * The users of the given seqs as at directory version `version`, outside a transaction: each
- * statement reads the organization's version with the users, and undefined when that is not
- * `version` any more (a change committed since: the users read may be newer than the page).
+ * The users of the given seqs as they were at directory version `version`, read outside a
+ * transaction, or undefined when that cannot be told. Each statement reads with the users the
+ * version their shown fields or memberships last changed in (`changed_in`) and the version the
+ * room's member list was last replaced in (`members_changed_in`, by an import): when none is newer
+ * than `version`, the rows are as they were at it, whatever committed since. Else (one of them
+ * changed since the page was made) undefined.
  */
 export async function findUsersBySeqAt(
   db: Kysely<Database>,
@@ -247,14 +250,30 @@ async function readUsersInOrder<K extends 'id' | 'seq'>(
       .where(`u.${key}`, 'in', batch as never[])
       .select((eb) => [...USER_COLUMNS, 'u.seq', isRoomMember(eb, criteria.roomId).as('room_member')])
       .$if(atVersion !== undefined, (query) =>
-        query.select((eb) => eb.selectFrom('organizations as o').select('o.directory_version').whereRef('o.id', '=', 'u.org_id').as('directory_version')),
+        query.select((eb) => [
+          'u.changed_in',
+          eb
+            .selectFrom('rooms as r')
+            .select('r.members_changed_in')
+            .whereRef('r.org_id', '=', 'u.org_id')
+            .where('r.id', '=', criteria.roomId)
+            .as('members_changed_in'),
+        ]),
       )
       .execute();
-    // Every user of the batch is in the organization: none read means nothing to check against.
-    if (atVersion !== undefined && (read.length < batch.length || read.some((user) => Number(user.directory_version) !== atVersion))) return undefined;
+    if (atVersion !== undefined && !asAtVersion(read, batch.length, atVersion)) return undefined;
     for (const user of read) rows.push({ row: toSignatoryRow(user), at: position.get(key === 'id' ? user.id : Number(user.seq))! });
   }
   return rows.sort((a, b) => a.at - b.at).map(({ row }) => row);
+}
+
+/** Whether users read (`read` of `wanted`) are as they were at `version`: all found, none changed since, the room's member list not replaced since. */
+function asAtVersion(read: readonly { changed_in?: number; members_changed_in?: number | null }[], wanted: number, version: number): boolean {
+  if (read.length < wanted) return false;
+  for (const user of read) {
+    if (Number(user.changed_in) > version || user.members_changed_in === null || Number(user.members_changed_in) > version) return false;
+  }
+  return true;
 }
 
 /** Ids per statement when users are read by id: well under SQLite's 32,766 bound parameters. */

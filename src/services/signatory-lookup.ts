@@ -171,10 +171,11 @@ export class SignatoryLookup {
    * The answer without a transaction, when the organization's index is held at exactly the
    * lookup's version (with the room's members, if the filter needs them): the total and the page's
    * seqs from the index (without terms, the total from the tallies read with the scope), and the
-   * page's users in one statement that reads the directory version with them. Undefined when that
-   * is not the lookup's any more (a change committed between: the snapshot answers) or the index
-   * is not held. Under steady writes most answers are computed again here: on PostgreSQL one round
-   * trip instead of five (the transaction, the scope, the count, the users, the commit).
+   * page's users in one statement, which tells whether they are still as they were at that version
+   * (findUsersBySeqAt): commits since that touch none of them do not matter. Undefined when one of
+   * them changed since (the snapshot answers) or the index is not held. Under steady writes most
+   * answers are computed again here: on PostgreSQL one round trip instead of five (the
+   * transaction, the scope, the count, the users, the commit).
    */
   async #fromHeldIndex(
     keys: LookupKeys,

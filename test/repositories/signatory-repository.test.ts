@@ -13,6 +13,8 @@ import {
   findUsersBySeqAt,
   type CandidateCriteria,
 } from '../../src/repositories/signatory-repository.ts';
+import { changeDirectory } from '../../src/directory/directory-writer.ts';
+import { findUserRow } from '../../src/repositories/directory-repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** What a lookup in the demo organization's room asks for: the purpose's filter and the words as search terms. */
@@ -88,12 +90,13 @@ describe('signatory repository: both page plans give the same rows', () => {
     );
   });
 
-  it('reads users by seq as at a directory version only while the organization is still at it', async () => {
+  it('reads users by seq as they were at a directory version, until one of them or the room’s member list changes', async () => {
     const criteria = demoCriteria('board', undefined, []);
     const users = await handle.db.selectFrom('users').select(['seq', 'id']).where('org_id', '=', 'demo').orderBy('seq', 'desc').limit(600).execute();
     const seqs = users.map((user) => Number(user.seq));
-    const { directory_version } = await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'demo').executeTakeFirstOrThrow();
-    const version = Number(directory_version);
+    const versionNow = async () =>
+      Number((await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'demo').executeTakeFirstOrThrow()).directory_version);
+    const version = await versionNow();
     const atVersion = await findUsersBySeqAt(handle.db, criteria, seqs, version);
     assert.deepEqual(
       atVersion?.map((row) => row.id),
@@ -101,7 +104,30 @@ describe('signatory repository: both page plans give the same rows', () => {
       'every user, in the order of the seqs (more than one statement of them)',
     );
     assert.deepEqual(atVersion, await findUsersBySeq(handle.db, criteria, seqs));
-    assert.equal(await findUsersBySeqAt(handle.db, criteria, seqs, version - 1), undefined, 'the organization moved on since the page was made');
     assert.equal(await findUsersBySeqAt(handle.db, criteria, [...seqs, 2_000_000_000], version), undefined, 'a seq not in the organization');
+
+    // One user renamed through the directory writer: the others are still as they were at the version.
+    const renamed = (await findUserRow(handle.db, 'demo', users[3]!.id))!;
+    await changeDirectory(handle.db, 'demo', { actor: 'test' }, (change) =>
+      change.updateUser(renamed, {
+        id: renamed.id,
+        firstname: renamed.firstname,
+        lastname: 'Renamed',
+        email: renamed.email,
+        external: renamed.external === 1,
+        status: 'active',
+        userName: null,
+        externalId: null,
+      }),
+    );
+    assert.ok((await versionNow()) > version);
+    assert.equal(await findUsersBySeqAt(handle.db, criteria, seqs, version), undefined, 'the page holds a user changed since');
+    const others = seqs.filter((_, k) => k !== 3);
+    assert.deepEqual(
+      await findUsersBySeqAt(handle.db, criteria, others, version),
+      atVersion!.filter((_, k) => k !== 3),
+      'the users not changed since',
+    );
+    assert.equal((await findUsersBySeqAt(handle.db, criteria, [seqs[3]!], await versionNow()))?.[0]?.lastname, 'Renamed');
   });
 });

@@ -7,6 +7,7 @@
  * a builder is fed what the database reads; src/search-index/search-indexes.ts
  * loads and keeps them.
  */
+import { LruCache } from '../lib/lru-cache.ts';
 import { SEARCH_KEY_SEPARATOR } from './fold.ts';
 import { filterNeedsMembers, matchesFilter, sortKeyOrder, SORT_FIELDS, type SignatoryFilter, type SortDirection, type SortField } from './signatory-rules.ts';
 
@@ -33,6 +34,16 @@ const FEW_MEMBERS = 32;
  * bunched far from where it starts: a term in the field sorted by) stops, and they are sorted.
  */
 const SORT_UP_TO = 50_000;
+
+/**
+ * The users of the base whose key contains a term are kept, by term, while they are at most one
+ * user in this many (or KEPT_MATCHES_ANYWAY), within BASE_MATCHES_BYTES: the base never changes, so a search at a later
+ * version (under steady writes, every few milliseconds) reads them rather than every key again.
+ */
+const KEPT_MATCHES_SHARE = 8;
+/** As many matches are kept whatever the share (16 KiB). */
+const KEPT_MATCHES_ANYWAY = 4096;
+const BASE_MATCHES_BYTES = 16 * 1024 * 1024;
 
 /** Bits of a user's kind. */
 const EXTERNAL = 1;
@@ -228,6 +239,8 @@ interface Base {
   /** How often each byte value occurs in the keys (sampled): a term is searched for from its rarest byte. */
   byteCounts: Uint32Array;
   bytes: number;
+  /** The base users whose key contains a term, in ascending order, by term; 'many' when too many to keep (see KEPT_MATCHES_SHARE). */
+  matches: LruCache<string, Int32Array | 'many'>;
 }
 
 /**
@@ -401,7 +414,7 @@ export class SearchIndex {
     const bytes = bytesOfParts(parts as SearchIndexParts);
     const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
     const text = Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength).toString('latin1');
-    this.#base = { keys: text, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes };
+    this.#base = { keys: text, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes, matches: baseMatches() };
     this.bytes = bytes;
   }
 
@@ -559,7 +572,10 @@ export class SearchIndex {
     const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
     const bytes = at + starts.byteLength + overlay.kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
     const text = pieces.join('');
-    return new SearchIndex({ keys: text, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes }, this.version);
+    return new SearchIndex(
+      { keys: text, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes, matches: baseMatches() },
+      this.version,
+    );
   }
 
   /**
@@ -842,6 +858,12 @@ export class SearchIndex {
     const needle = needleOf(term, this.#base.byteCounts);
     const held = this.#base.seqs.length;
     const overlay = this.#overlay;
+    const kept = this.#base.matches.get(term);
+    if (kept !== undefined && kept !== 'many') {
+      for (const user of kept) if (members.has(user) && overlay?.replaced[user] !== 1) found(user);
+      this.#scanChanges(term, (user) => members.has(user) && found(user));
+      return;
+    }
     // The next member held in the base, from `from` on, passing over those changed since (their keys are the overlay's).
     const next = (from: number) => {
       let user = members.next(from);
@@ -859,27 +881,58 @@ export class SearchIndex {
         user = next(holder);
       }
     }
+    this.#scanChanges(term, (user) => members.has(user) && found(user));
+  }
+
+  /** Calls `found` with every changed user (laid over the base) whose key contains the term. */
+  #scanChanges(term: string, found: (user: number) => void): void {
+    const overlay = this.#overlay;
     if (overlay === undefined) return;
     for (let change = 0; change < overlay.users.length; change++) {
-      const user = overlay.users[change]!;
-      if (members.has(user) && containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term)) found(user);
+      if (containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term)) found(overlay.users[change]!);
     }
   }
 
-  /** Calls `found` with every user whose key contains the term: the base's keys (but for users changed since), then the changed users' keys. */
+  /**
+   * Calls `found` with every user whose key contains the term: the base's keys (but for users
+   * changed since), then the changed users' keys. The base's matches are kept for the next search
+   * when they are few (see KEPT_MATCHES_SHARE), and read from there rather than from the keys.
+   */
   #scan(term: string, found: (user: number) => void): void {
-    const overlay = this.#overlay;
-    const needle = needleOf(term, this.#base.byteCounts);
-    if (overlay === undefined) {
-      scanKeys(this.#base.keys, this.#base.starts, needle, found);
-      return;
+    const replaced = this.#overlay?.replaced;
+    const { matches } = this.#base;
+    const kept = matches.get(term);
+    if (kept !== undefined && kept !== 'many') {
+      for (const user of kept) if (replaced?.[user] !== 1) found(user);
+    } else {
+      const needle = needleOf(term, this.#base.byteCounts);
+      const keepUpTo = kept === 'many' ? 0 : Math.max(KEPT_MATCHES_ANYWAY, Math.floor(this.#base.seqs.length / KEPT_MATCHES_SHARE));
+      let listed: Int32Array = new Int32Array(Math.min(keepUpTo, 1024));
+      let count = 0;
+      scanKeys(this.#base.keys, this.#base.starts, needle, (user) => {
+        if (count < keepUpTo) {
+          if (count === listed.length) listed = grown(listed, keepUpTo);
+          listed[count] = user;
+        }
+        count += 1;
+        if (replaced?.[user] !== 1) found(user);
+      });
+      if (kept === undefined) matches.set(term, count <= keepUpTo ? listed.slice(0, count) : 'many');
     }
-    const replaced = overlay.replaced;
-    scanKeys(this.#base.keys, this.#base.starts, needle, (user) => {
-      if (replaced[user] !== 1) found(user);
-    });
-    scanKeys(overlay.keys, overlay.starts, needle, (change) => found(overlay.users[change]!));
+    this.#scanChanges(term, found);
   }
+}
+
+/** Where a base keeps the matches of the terms searched for (see KEPT_MATCHES_SHARE). */
+function baseMatches(): LruCache<string, Int32Array | 'many'> {
+  return new LruCache(BASE_MATCHES_BYTES, (found) => (found === 'many' ? 0 : found.byteLength) + 64);
+}
+
+/** A copy of the list with twice its room, at most `limit`. */
+function grown(list: Int32Array, limit: number): Int32Array {
+  const bigger = new Int32Array(Math.min(limit, Math.max(1024, 2 * list.length)));
+  bigger.set(list);
+  return bigger;
 }
 
 /** Whether only users accepted as room members can match (the filter asks for members). */

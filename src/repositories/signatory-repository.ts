@@ -202,29 +202,72 @@ export async function findFewMatches(
   const total = Number(page[0]?.total ?? 0);
   if (total > upTo) return undefined;
   const ids = page.flatMap((row) => (row.id === null ? [] : [row.id]));
-  return { total, rows: (await readUsersInOrder(db, criteria, 'id', ids))! };
+  return { total, rows: await readUsersInOrder(db, criteria, 'id', ids) };
 }
 
 /** The users of the given seqs (the in-memory search index's page), read whole, in the order of the seqs. */
 export async function findUsersBySeq(db: Kysely<Database>, criteria: CandidateCriteria, seqs: readonly number[]): Promise<SignatoryRow[]> {
-  return (await readUsersInOrder(db, criteria, 'seq', seqs))!;
+  return readUsersInOrder(db, criteria, 'seq', seqs);
+}
+
+/** A user read outside a transaction, with what tells which directory versions it is as at (see findUsersWithChangesBySeq). */
+export interface UserWithChanges {
+  row: SignatoryRow;
+  /** The version the user's shown fields or memberships last changed in. */
+  changedIn: number;
+  /** The version the room's member list was last replaced in (by an import); null when the room is gone. */
+  membersChangedIn: number | null;
 }
 
 /**
- * The users of the given seqs as they were at directory version `version`, read outside a
- * transaction, or undefined when that cannot be told. Each statement reads with the users the
- * version their shown fields or memberships last changed in (`changed_in`) and the version the
- * room's member list was last replaced in (`members_changed_in`, by an import): when none is newer
- * than `version`, the rows are as they were at it, whatever committed since. Else (one of them
- * changed since the page was made) undefined.
+ * The users of the given seqs in the organization, by seq, each with the version its shown fields
+ * or memberships last changed in (`changed_in`) and the version the room's member list was last
+ * replaced in (`members_changed_in`): read outside a transaction, a user is as it was at every
+ * version from the later of the two on (see asAtVersion).
  */
-export async function findUsersBySeqAt(
+export async function findUsersWithChangesBySeq(
   db: Kysely<Database>,
-  criteria: CandidateCriteria,
+  orgId: string,
+  roomId: string,
   seqs: readonly number[],
-  version: number,
-): Promise<SignatoryRow[] | undefined> {
-  return readUsersInOrder(db, criteria, 'seq', seqs, version);
+): Promise<Map<number, UserWithChanges>> {
+  const found = new Map<number, UserWithChanges>();
+  for (const batch of chunks(seqs, READ_BATCH)) {
+    const read = await db
+      .selectFrom('users as u')
+      // The organization's index must not drive the read (SQLite chose it and walked the organization).
+      .where(notIndexed(dialectOf(db), sql.ref<string>('u.org_id')), '=', orgId)
+      .where('u.seq', 'in', batch)
+      .select((eb) => [
+        ...USER_COLUMNS,
+        'u.seq',
+        'u.changed_in',
+        isRoomMember(eb, roomId).as('room_member'),
+        eb.selectFrom('rooms as r').select('r.members_changed_in').whereRef('r.org_id', '=', 'u.org_id').where('r.id', '=', roomId).as('members_changed_in'),
+      ])
+      .execute();
+    for (const user of read) {
+      const membersChangedIn = user.members_changed_in === null ? null : Number(user.members_changed_in);
+      found.set(Number(user.seq), { row: toSignatoryRow(user), changedIn: Number(user.changed_in), membersChangedIn });
+    }
+  }
+  return found;
+}
+
+/**
+ * The page's users as they were at directory version `version`, in the order of the seqs, or
+ * undefined when one of them was not read or changed since (its fields, its memberships, or the
+ * room's member list replaced): read outside a transaction, users no change touched after the
+ * version are as they were at it, whatever else committed since.
+ */
+export function asAtVersion(users: ReadonlyMap<number, UserWithChanges>, seqs: readonly number[], version: number): SignatoryRow[] | undefined {
+  const rows: SignatoryRow[] = [];
+  for (const seq of seqs) {
+    const user = users.get(seq);
+    if (user === undefined || user.changedIn > version || user.membersChangedIn === null || user.membersChangedIn > version) return undefined;
+    rows.push(user.row);
+  }
+  return rows;
 }
 
 /**
@@ -237,8 +280,7 @@ async function readUsersInOrder<K extends 'id' | 'seq'>(
   criteria: CandidateCriteria,
   key: K,
   values: readonly (K extends 'id' ? string : number)[],
-  atVersion?: number,
-): Promise<SignatoryRow[] | undefined> {
+): Promise<SignatoryRow[]> {
   const position = new Map<string | number, number>(values.map((value, index) => [value, index]));
   const rows: { row: SignatoryRow; at: number }[] = [];
   for (const batch of chunks(values, READ_BATCH)) {
@@ -249,31 +291,10 @@ async function readUsersInOrder<K extends 'id' | 'seq'>(
       .where(orgId, '=', criteria.orgId)
       .where(`u.${key}`, 'in', batch as never[])
       .select((eb) => [...USER_COLUMNS, 'u.seq', isRoomMember(eb, criteria.roomId).as('room_member')])
-      .$if(atVersion !== undefined, (query) =>
-        query.select((eb) => [
-          'u.changed_in',
-          eb
-            .selectFrom('rooms as r')
-            .select('r.members_changed_in')
-            .whereRef('r.org_id', '=', 'u.org_id')
-            .where('r.id', '=', criteria.roomId)
-            .as('members_changed_in'),
-        ]),
-      )
       .execute();
-    if (atVersion !== undefined && !asAtVersion(read, batch.length, atVersion)) return undefined;
     for (const user of read) rows.push({ row: toSignatoryRow(user), at: position.get(key === 'id' ? user.id : Number(user.seq))! });
   }
   return rows.sort((a, b) => a.at - b.at).map(({ row }) => row);
-}
-
-/** Whether users read (`read` of `wanted`) are as they were at `version`: all found, none changed since, the room's member list not replaced since. */
-function asAtVersion(read: readonly { changed_in?: number; members_changed_in?: number | null }[], wanted: number, version: number): boolean {
-  if (read.length < wanted) return false;
-  for (const user of read) {
-    if (Number(user.changed_in) > version || user.members_changed_in === null || Number(user.members_changed_in) > version) return false;
-  }
-  return true;
 }
 
 /** Ids per statement when users are read by id: well under SQLite's 32,766 bound parameters. */

@@ -24,7 +24,6 @@ import {
   findFewMatches,
   findSignatories,
   findUsersBySeq,
-  findUsersBySeqAt,
   type CandidateCriteria,
   type PagePlan,
   type SignatoryRow,
@@ -32,6 +31,7 @@ import {
 import { ChangeScopedCache, NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { LruCache } from '../lib/lru-cache.ts';
 import { SharedWork } from '../lib/shared-work.ts';
+import { PageUserReads } from './page-user-reads.ts';
 import type { RoomMembers, SearchIndex, SearchIndexes } from '../search-index/index.ts';
 import type { IndexSearch } from '../domain/search-index.ts';
 
@@ -90,6 +90,9 @@ export class SignatoryLookup {
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
+  /** The users of pages computed again from the index, read for all the lookups of one moment at once. */
+  readonly #pageUsers: PageUserReads;
+
   /** In-memory indexes of large organizations, for lookups with search terms; none: the database answers all. */
   readonly #indexes: SearchIndexes | undefined;
 
@@ -98,6 +101,7 @@ export class SignatoryLookup {
     this.#maxPageSize = maxPageSize;
     this.#scopes = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, SCOPE_CACHE_ENTRIES);
     this.#indexes = options.indexes;
+    this.#pageUsers = new PageUserReads(db);
   }
 
   /** One page of the room's signatories, as UTF-8 JSON; 404 problems for an unknown organization or room. */
@@ -171,11 +175,12 @@ export class SignatoryLookup {
    * The answer without a transaction, when the organization's index is held at exactly the
    * lookup's version (with the room's members, if the filter needs them): the total and the page's
    * seqs from the index (without terms, the total from the tallies read with the scope), and the
-   * page's users in one statement, which tells whether they are still as they were at that version
-   * (findUsersBySeqAt): commits since that touch none of them do not matter. Undefined when one of
-   * them changed since (the snapshot answers) or the index is not held. Under steady writes most
-   * answers are computed again here: on PostgreSQL one round trip instead of five (the
-   * transaction, the scope, the count, the users, the commit).
+   * page's users in one statement shared with the other lookups computed at the moment, which
+   * tells whether they are still as they were at that version (PageUserReads): commits since that
+   * touch none of them do not matter. Undefined when one of them changed since (the snapshot
+   * answers) or the index is not held. Under steady writes most answers are computed again here:
+   * on PostgreSQL, a share of one round trip instead of five (the transaction, the scope, the
+   * count, the users, the commit).
    */
   async #fromHeldIndex(
     keys: LookupKeys,
@@ -192,7 +197,7 @@ export class SignatoryLookup {
       const total = countFromTallies(keys.tallies.organization, keys.tallies.members, criteria.includeExternal, criteria.filter);
       page = { total, seqs: query.offset >= total ? [] : found.index.pageWithoutTerms(query) };
     }
-    const rows = page.seqs.length === 0 ? [] : await findUsersBySeqAt(this.#db, criteria, page.seqs, keys.directoryVersion);
+    const rows = page.seqs.length === 0 ? [] : await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion);
     if (rows === undefined) return undefined;
     this.#counts.set(cacheKey([keys.directoryVersion, criteria]), page.total);
     return this.#kept(keys, pageRequest, page.total, rows);

@@ -10,10 +10,12 @@ import {
   findFewMatches,
   findSignatories,
   findUsersBySeq,
-  findUsersBySeqAt,
+  findUsersWithChangesBySeq,
+  asAtVersion,
   type CandidateCriteria,
 } from '../../src/repositories/signatory-repository.ts';
 import { changeDirectory } from '../../src/directory/directory-writer.ts';
+import { PageUserReads } from '../../src/services/page-user-reads.ts';
 import { findUserRow } from '../../src/repositories/directory-repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -97,14 +99,16 @@ describe('signatory repository: both page plans give the same rows', () => {
     const versionNow = async () =>
       Number((await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'demo').executeTakeFirstOrThrow()).directory_version);
     const version = await versionNow();
-    const atVersion = await findUsersBySeqAt(handle.db, criteria, seqs, version);
+    const findUsersBySeqAt = async (wanted: number[], at: number) =>
+      asAtVersion(await findUsersWithChangesBySeq(handle.db, 'demo', 'board', wanted), wanted, at);
+    const atVersion = await findUsersBySeqAt(seqs, version);
     assert.deepEqual(
       atVersion?.map((row) => row.id),
       users.map((user) => user.id),
       'every user, in the order of the seqs (more than one statement of them)',
     );
     assert.deepEqual(atVersion, await findUsersBySeq(handle.db, criteria, seqs));
-    assert.equal(await findUsersBySeqAt(handle.db, criteria, [...seqs, 2_000_000_000], version), undefined, 'a seq not in the organization');
+    assert.equal(await findUsersBySeqAt([...seqs, 2_000_000_000], version), undefined, 'a seq not in the organization');
 
     // One user renamed through the directory writer: the others are still as they were at the version.
     const renamed = (await findUserRow(handle.db, 'demo', users[3]!.id))!;
@@ -121,13 +125,33 @@ describe('signatory repository: both page plans give the same rows', () => {
       }),
     );
     assert.ok((await versionNow()) > version);
-    assert.equal(await findUsersBySeqAt(handle.db, criteria, seqs, version), undefined, 'the page holds a user changed since');
+    assert.equal(await findUsersBySeqAt(seqs, version), undefined, 'the page holds a user changed since');
     const others = seqs.filter((_, k) => k !== 3);
     assert.deepEqual(
-      await findUsersBySeqAt(handle.db, criteria, others, version),
+      await findUsersBySeqAt(others, version),
       atVersion.filter((_, k) => k !== 3),
       'the users not changed since',
     );
-    assert.equal((await findUsersBySeqAt(handle.db, criteria, [seqs[3]!], await versionNow()))?.[0]?.lastname, 'Renamed');
+    assert.equal((await findUsersBySeqAt([seqs[3]!], await versionNow()))?.[0]?.lastname, 'Renamed');
+
+    // Pages asked for in one turn share one read, each answered as at its own version.
+    const reads = new PageUserReads(handle.db);
+    const statements: string[] = [];
+    const counted = handle.db.withPlugin({
+      transformQuery: (args) => (statements.push(args.node.kind), args.node),
+      transformResult: async (args) => args.result,
+    });
+    const shared = new PageUserReads(counted);
+    const newVersion = await versionNow();
+    const [first, second, third] = await Promise.all([
+      shared.read('demo', 'board', seqs.slice(0, 20), version),
+      shared.read('demo', 'board', seqs.slice(10, 30), newVersion),
+      shared.read('demo', 'board', seqs.slice(4, 9), version),
+    ]);
+    assert.equal(statements.length, 1, 'one statement for the three pages');
+    assert.deepEqual(first, await reads.read('demo', 'board', seqs.slice(0, 20), version), 'as one read alone');
+    assert.equal(first, undefined, 'the renamed user is on the first page: not as at the old version');
+    assert.deepEqual(second, await findUsersBySeq(handle.db, criteria, seqs.slice(10, 30)));
+    assert.deepEqual(third, atVersion.slice(4, 9), 'users not changed since, as at the old version');
   });
 });

@@ -277,7 +277,7 @@ async function loadFirstOrganizations(run: ImportRun, organizations: readonly Or
     const write = async () => {
       if (organizationRows.length > 0) await listDirectoryVersions(trx, await upsertOrganizationRows(trx, organizationRows, run.at), run.stamp);
       if (userRows.length > 0) await prepareUserUpsert(trx, userRows, { insertOnly: true })();
-      for (const rows of chunks(roomRows, BATCH)) await upsertRoomRows(trx, rows);
+      for (const rows of chunks(roomRows, BATCH)) await upsertRoomRows(trx, rows, false);
       for (const rows of chunks(memberRows, batch)) await insertMemberRows(trx, rows);
     };
     const previous = inFlight;
@@ -362,8 +362,9 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
 async function upsertRoom(run: ImportRun, orgId: string, room: RoomImport, version: number): Promise<void> {
   const { trx, at } = run;
   const row: RoomTable = { org_id: orgId, id: room.id, name: room.name, created_at: at, updated_at: at };
-  if (room.members === undefined) return upsertRoomRows(trx, [row]);
-  await upsertRoomRows(trx, [{ ...row, members_changed_in: version }]);
+  // A room new to the organization (or listed again after a delete) has a member list new as of this version, whatever the file says.
+  if (room.members === undefined) return upsertRoomRows(trx, [{ ...row, members_changed_in: version }], false);
+  await upsertRoomRows(trx, [{ ...row, members_changed_in: version }], true);
   await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
   for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
     await insertMemberRows(

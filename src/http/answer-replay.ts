@@ -50,7 +50,7 @@ const KEPT_ANSWER_BYTES = 64 * 1024 * 1024;
 /**
  * Requests wait this long at most for a kept answer's renewal (counted from the renewal's start),
  * then go to the framework, whose handler deadline counts the time waited (see arrival.ts). While
- * a renewal runs past it (the database stalling), no other is begun for its key.
+ * a renewal runs, none other is begun for its key: requests under a newer token go to the framework.
  */
 const RENEWAL_WAIT_MS = 1_000;
 
@@ -184,9 +184,9 @@ export class AnswerReplay {
       this.#answers.delete(key);
       return Promise.resolve(undefined);
     }
-    // A renewal past its wait (the database stalling): the framework answers, and none piles up behind it.
-    const busySince = this.#renewing.busySince(key);
-    if (busySince !== undefined && performance.now() - busySince >= this.#renewalWaitMs) return Promise.resolve(undefined);
+    // A renewal under an older token still running (a slow or stalled database): the framework
+    // answers this one, so no renewal piles up behind another.
+    if (this.#renewing.shared(key, token) === undefined && this.#renewing.busy(key)) return Promise.resolve(undefined);
     const renewing = this.#renewing.run(key, token, () => this.#renew(key, kept, renewal, header, token, asOf));
     let inTime = this.#inTime.get(renewing);
     if (inTime === undefined) {

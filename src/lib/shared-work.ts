@@ -7,21 +7,33 @@
  * An entry is forgotten when its work settles, so a failure is shared by those waiting on it only.
  */
 export class SharedWork<K, V> {
-  readonly #underWay = new Map<K, { tag: unknown; since: number; value: Promise<V> }>();
+  readonly #underWay = new Map<K, { tag: unknown; value: Promise<V> }>();
+  /** How many pieces of work for the key are still running, whatever their tags. */
+  readonly #running = new Map<K, number>();
 
   /** The work under way for `key` begun under `tag`, or `work()` begun now (and shared until it settles). */
   run(key: K, tag: unknown, work: () => Promise<V>): Promise<V> {
-    const shared = this.#underWay.get(key);
-    if (shared !== undefined && shared.tag === tag) return shared.value;
+    const shared = this.shared(key, tag);
+    if (shared !== undefined) return shared;
+    this.#running.set(key, (this.#running.get(key) ?? 0) + 1);
     const value = work().finally(() => {
       if (this.#underWay.get(key)?.value === value) this.#underWay.delete(key);
+      const left = this.#running.get(key)! - 1;
+      if (left === 0) this.#running.delete(key);
+      else this.#running.set(key, left);
     });
-    this.#underWay.set(key, { tag, since: performance.now(), value });
+    this.#underWay.set(key, { tag, value });
     return value;
   }
 
-  /** When the newest work for `key` began (`performance.now()`), under any tag, while it has not settled. */
-  busySince(key: K): number | undefined {
-    return this.#underWay.get(key)?.since;
+  /** The work under way for `key` begun under `tag`, if any. */
+  shared(key: K, tag: unknown): Promise<V> | undefined {
+    const shared = this.#underWay.get(key);
+    return shared !== undefined && shared.tag === tag ? shared.value : undefined;
+  }
+
+  /** Whether any work for `key` is still running, under any tag (one begun under a newer tag does not hide an older one). */
+  busy(key: K): boolean {
+    return this.#running.has(key);
   }
 }

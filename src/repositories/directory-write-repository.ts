@@ -114,9 +114,11 @@ export async function bumpDirectoryVersion(trx: Transaction<Database>, orgId: st
  */
 export const LISTED_STATES = 16;
 
-/** Creates rooms, or renames those that exist (by organization and id); and marks their member lists replaced if the rows say so. */
-export async function upsertRoomRows(trx: Transaction<Database>, rows: readonly RoomTable[]): Promise<void> {
-  const membersReplaced = rows[0]?.members_changed_in !== undefined;
+/**
+ * Creates rooms (their member lists new as of the rows' `members_changed_in`), or renames those
+ * that exist (by organization and id), marking their member lists replaced too if `membersReplaced`.
+ */
+export async function upsertRoomRows(trx: Transaction<Database>, rows: readonly RoomTable[], membersReplaced: boolean): Promise<void> {
   await trx
     .insertInto('rooms')
     .values([...rows])

@@ -29,6 +29,8 @@ async function replayingStandIn(renewalWaitMs = 1_000) {
     reauthorize: (async () => Date.now() + 60_000) as Reauthorize,
     answer: async (_asOf: number): Promise<Buffer> => Buffer.from('{"renewed":true}'),
     answerCalls: 0,
+    /** Whether the framework's answers are kept for replay. */
+    keeps: true,
     /** What the framework saw of each request passed on: the time the replay held it, ms. */
     passedOn: [] as { heldMs: number }[],
   };
@@ -50,7 +52,7 @@ async function replayingStandIn(renewalWaitMs = 1_000) {
       },
     });
     const reply = { statusCode: 200, getHeaders: () => ({ 'content-type': 'application/json' }) };
-    replay.replayable(fastifyRequest as unknown as FastifyRequest, reply as unknown as FastifyReply, body, () => {});
+    if (state.keeps) replay.replayable(fastifyRequest as unknown as FastifyRequest, reply as unknown as FastifyReply, body, () => {});
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(body);
   };
@@ -108,6 +110,25 @@ describe('answer replay renewals at their edges', () => {
     t.state.answer = async () => Buffer.from('{"renewed":true}');
     assert.equal(await t.get(), '{"renewed":true}', 'once it settled, renewals resume');
     assert.equal(t.replay.renewed, 1);
+  });
+
+  it('begins no second renewal for a key while the first stalls, even with commits arriving within the wait', async () => {
+    const t = await replayingStandIn(200);
+    closing.push(t.close);
+    assert.equal(await t.get(), '{"framework":1}');
+    const stalled = deferred<Buffer>();
+    t.state.answer = () => stalled.promise;
+    // The stalled database: the framework's own answers are not kept meanwhile (they would stall too).
+    t.state.keeps = false;
+    const waiting: Promise<string>[] = [];
+    for (let k = 0; k < 8; k++) {
+      t.commit(); // another process commits every 50 ms
+      waiting.push(t.get());
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await Promise.all(waiting);
+    assert.equal(t.state.answerCalls, 1, 'renewals begun for the key while the first stalls');
+    stalled.resolve(Buffer.from('{"renewed":true}'));
   });
 
   it('logs a renewal that fails otherwise than with the route’s problem, at most once a minute, and passes its requests on', async () => {

@@ -155,3 +155,36 @@ describe('signatory repository: both page plans give the same rows', () => {
     assert.deepEqual(third, atVersion.slice(4, 9), 'users not changed since, as at the old version');
   });
 });
+
+describe('signatory repository: users read as at a version after a room comes back', () => {
+  let t: TestApp;
+  let handle: DatabaseHandle;
+  const users = [
+    { id: 'u1', firstname: 'Anna', lastname: 'Muller', email: 'anna@x.test' },
+    { id: 'u2', firstname: 'Ben', lastname: 'Smith', email: 'ben@x.test' },
+  ];
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory({ organizations: [{ id: 'o', name: 'O', users, rooms: [{ id: 'r', name: 'R', members: ['u1'] }] }] });
+    handle = openDatabase(t.config);
+  });
+  after(async () => {
+    await handle.close();
+    await t.close();
+  });
+
+  it('never reads a member as at a version before its room was deleted and listed again by an import without members', async () => {
+    const versionNow = async () =>
+      Number((await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'o').executeTakeFirstOrThrow()).directory_version);
+    const seqs = (await handle.db.selectFrom('users').select('seq').where('org_id', '=', 'o').orderBy('seq').execute()).map((row) => Number(row.seq));
+    const version = await versionNow();
+    const atVersion = asAtVersion(await findUsersWithChangesBySeq(handle.db, 'o', 'r', seqs), seqs, version);
+    assert.equal(atVersion?.[0]?.roomMember, true, 'u1 is a member of r');
+
+    await changeDirectory(handle.db, 'o', { actor: 'test' }, (change) => change.deleteRoom('r'));
+    await t.importDirectory({ organizations: [{ id: 'o', name: 'O', users, rooms: [{ id: 'r', name: 'R' }] }] });
+    assert.equal(asAtVersion(await findUsersWithChangesBySeq(handle.db, 'o', 'r', seqs), seqs, version), undefined, 'the room’s member list is new since');
+    assert.equal(asAtVersion(await findUsersWithChangesBySeq(handle.db, 'o', 'r', seqs), seqs, await versionNow())?.[0]?.roomMember, false);
+  });
+});

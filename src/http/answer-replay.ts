@@ -49,10 +49,18 @@ const KEPT_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /**
  * Requests wait this long at most for a kept answer's renewal (counted from the renewal's start),
- * then go to the framework, whose handler deadline counts the time waited (see arrival.ts). While
- * a renewal runs, none other is begun for its key: requests under a newer token go to the framework.
+ * then go to the framework, whose handler deadline counts the time waited (see arrival.ts).
  */
 const RENEWAL_WAIT_MS = 1_000;
+
+/**
+ * Renewals of one key running at once, at most: under steady writes a renewal may still run when
+ * the next commit lands (one more may begin, for the newer token); beyond, or once one has run past
+ * its wait, requests go to the framework, so a stalled database does not gather one renewal per
+ * commit. Beside 200 writes/s on PostgreSQL, one at a time sent so many requests to the framework
+ * that the mix fell by about a quarter (7,380 and 8,331 req/s with two, 6,902 and 4,477 with one).
+ */
+const RENEWALS_PER_KEY = 2;
 
 /** A renewal that fails otherwise than with the route's own problem answer is logged at most this often. */
 const RENEWAL_FAILURE_LOG_MS = 60_000;
@@ -184,9 +192,9 @@ export class AnswerReplay {
       this.#answers.delete(key);
       return Promise.resolve(undefined);
     }
-    // A renewal under an older token still running (a slow or stalled database): the framework
-    // answers this one, so no renewal piles up behind another.
-    if (this.#renewing.shared(key, token) === undefined && this.#renewing.busy(key)) return Promise.resolve(undefined);
+    // Renewals under older tokens still running (a slow or stalled database): the framework answers
+    // this one, so they do not pile up.
+    if (this.#renewing.shared(key, token) === undefined && this.#renewalsBusy(key)) return Promise.resolve(undefined);
     const renewing = this.#renewing.run(key, token, () => this.#renew(key, kept, renewal, header, token, asOf));
     let inTime = this.#inTime.get(renewing);
     if (inTime === undefined) {
@@ -199,6 +207,12 @@ export class AnswerReplay {
       this.#inTime.set(renewing, inTime);
     }
     return inTime;
+  }
+
+  /** Whether no other renewal of the key may begin: as many as RENEWALS_PER_KEY run, or one has run past its wait. */
+  #renewalsBusy(key: string): boolean {
+    const since = this.#renewing.busySince(key);
+    return since !== undefined && (this.#renewing.running(key) >= RENEWALS_PER_KEY || performance.now() - since >= this.#renewalWaitMs);
   }
 
   /** The kept answer computed again under `token`, kept in its place; undefined (and forgotten) when it cannot be. */

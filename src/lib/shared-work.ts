@@ -8,19 +8,21 @@
  */
 export class SharedWork<K, V> {
   readonly #underWay = new Map<K, { tag: unknown; value: Promise<V> }>();
-  /** How many pieces of work for the key are still running, whatever their tags. */
-  readonly #running = new Map<K, number>();
+  /** When each piece of work for the key still running began (`performance.now()`), oldest first, whatever its tag. */
+  readonly #running = new Map<K, number[]>();
 
   /** The work under way for `key` begun under `tag`, or `work()` begun now (and shared until it settles). */
   run(key: K, tag: unknown, work: () => Promise<V>): Promise<V> {
     const shared = this.shared(key, tag);
     if (shared !== undefined) return shared;
-    this.#running.set(key, (this.#running.get(key) ?? 0) + 1);
+    const since = performance.now();
+    const starts = this.#running.get(key) ?? [];
+    starts.push(since);
+    this.#running.set(key, starts);
     const value = work().finally(() => {
       if (this.#underWay.get(key)?.value === value) this.#underWay.delete(key);
-      const left = this.#running.get(key)! - 1;
-      if (left === 0) this.#running.delete(key);
-      else this.#running.set(key, left);
+      starts.splice(starts.indexOf(since), 1);
+      if (starts.length === 0) this.#running.delete(key);
     });
     this.#underWay.set(key, { tag, value });
     return value;
@@ -32,8 +34,13 @@ export class SharedWork<K, V> {
     return shared !== undefined && shared.tag === tag ? shared.value : undefined;
   }
 
-  /** Whether any work for `key` is still running, under any tag (one begun under a newer tag does not hide an older one). */
-  busy(key: K): boolean {
-    return this.#running.has(key);
+  /** How many pieces of work for `key` are still running, under any tag (one begun under a newer tag does not hide an older one). */
+  running(key: K): number {
+    return this.#running.get(key)?.length ?? 0;
+  }
+
+  /** When the oldest work for `key` still running began (`performance.now()`), under any tag. */
+  busySince(key: K): number | undefined {
+    return this.#running.get(key)?.[0];
   }
 }

@@ -72,7 +72,7 @@ describe('metrics and operator logs', () => {
     assert.ok(families.some((entry) => entry.name === 'signroom_process_resident_memory_bytes'));
   });
 
-  it('logs a placeholder thumbnail, the render process killed and the slow request once each, and counts them', async () => {
+  it('logs a placeholder thumbnail and the render process killed once each, and an upload past the slow-request limit as slow; counts them', async () => {
     const bomb = (await hostilePdfs())['decompressionBomb']!;
     const upload = (bytes: Buffer, name: string) =>
       t.app.inject({
@@ -81,9 +81,17 @@ describe('metrics and operator logs', () => {
         headers: { authorization: AUTH, 'content-type': 'application/json' },
         payload: { payload: bytes.toString('base64'), name },
       });
-    const stored = await upload(bomb, 'bomb.pdf');
+    // How long each upload took as the client saw it: the server's own measure is a little less.
+    const took: number[] = [];
+    const timedUpload = async (bytes: Buffer, name: string) => {
+      const started = performance.now();
+      const answer = await upload(bytes, name);
+      took.push(performance.now() - started);
+      return answer;
+    };
+    const stored = await timedUpload(bomb, 'bomb.pdf');
     assert.equal(stored.statusCode, 201, stored.body);
-    assert.equal((await upload(makePdf([{ width: 200, height: 200, content: '0 0 0 rg 0 0 100 100 re f' }]), 'fine.pdf')).statusCode, 201);
+    assert.equal((await timedUpload(makePdf([{ width: 200, height: 200, content: '0 0 0 rg 0 0 100 100 re f' }]), 'fine.pdf')).statusCode, 201);
 
     const placeholders = events('thumbnail.placeholder');
     assert.equal(placeholders.length, 1);
@@ -92,12 +100,19 @@ describe('metrics and operator logs', () => {
     const killed = events('render.killed');
     assert.equal(killed.length, 1);
     assert.ok(['deadline', 'time', 'memory'].includes(String(killed[0]?.['reason'])), String(killed[0]?.['reason']));
+    // The bomb's render is stopped at its time limit (3 s), or sooner at its memory limit on a fast
+    // machine: an upload is logged as slow exactly when it took 1.5 s or more on the server, which
+    // is surely so past 1.6 s as the client saw it, and surely not under 1.5 s.
+    const surelySlow = took.filter((ms) => ms >= 1600).length;
+    const maybeSlow = took.filter((ms) => ms >= 1500).length;
     // Logged by an onResponse hook, which may run after inject has the answer: waited for, a second at most.
-    for (let k = 0; k < 100 && events('request.slow').length === 0; k++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let k = 0; k < 100 && events('request.slow').length < surelySlow; k++) await new Promise((resolve) => setTimeout(resolve, 10));
     const slow = events('request.slow');
-    assert.equal(slow.length, 1, JSON.stringify(slow));
-    assert.equal(slow[0]?.['route'], '/admin/api/v3/organizations/:organizationId/rooms/:signingRoomId/documents');
-    assert.ok(Number(slow[0]?.['ms']) >= 1500);
+    assert.ok(slow.length >= surelySlow && slow.length <= maybeSlow, `${JSON.stringify(slow)}, uploads took ${took.map(Math.round).join(', ')} ms`);
+    for (const line of slow) {
+      assert.equal(line['route'], '/admin/api/v3/organizations/:organizationId/rooms/:signingRoomId/documents');
+      assert.ok(Number(line['ms']) >= 1500);
+    }
 
     const families = parse((await t.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } })).body);
     const renders = family(families, 'signroom_renders_total');

@@ -361,10 +361,10 @@ async function unknownMembers(trx: Transaction<Database>, organization: Organiza
 
 async function upsertRoom(run: ImportRun, orgId: string, room: RoomImport, version: number): Promise<void> {
   const { trx, at } = run;
-  const row: RoomTable = { org_id: orgId, id: room.id, name: room.name, created_at: at, updated_at: at };
   // A room new to the organization (or listed again after a delete) has a member list new as of this version, whatever the file says.
-  if (room.members === undefined) return upsertRoomRows(trx, [{ ...row, members_changed_in: version }], false);
-  await upsertRoomRows(trx, [{ ...row, members_changed_in: version }], true);
+  const row: RoomTable = { org_id: orgId, id: room.id, name: room.name, created_at: at, updated_at: at, members_changed_in: version };
+  await upsertRoomRows(trx, [row], room.members !== undefined);
+  if (room.members === undefined) return;
   await trx.deleteFrom('room_members').where('org_id', '=', orgId).where('room_id', '=', room.id).execute();
   for (const batch of chunks(room.members, insertBatch(dialectOf(trx)))) {
     await insertMemberRows(

@@ -38,7 +38,8 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
   // Without a token nothing is counted: only slow requests are logged.
   if (options.token === undefined) {
     app.addHook('onResponse', (request, reply, done) => {
-      if (elapsedSinceArrival(request, reply) >= options.slowRequestMs) logSlow(request, reply);
+      const ms = elapsedSinceArrival(request, reply);
+      if (ms >= options.slowRequestMs) logSlow(request, reply, ms);
       done();
     });
     return logSlowElsewhere;
@@ -66,7 +67,7 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
   app.addHook('onResponse', (request, reply, done) => {
     const ms = elapsedSinceArrival(request, reply);
     count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, ms / 1000);
-    if (ms >= options.slowRequestMs) logSlow(request, reply);
+    if (ms >= options.slowRequestMs) logSlow(request, reply, ms);
     done();
   });
 
@@ -91,8 +92,8 @@ export function installMetrics(app: FastifyInstance, options: MetricsOptions, so
   };
 }
 
-function logSlow(request: FastifyRequest, reply: FastifyReply): void {
-  request.log.warn(slowLine(elapsedSinceArrival(request, reply), request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode), 'slow request');
+function logSlow(request: FastifyRequest, reply: FastifyReply, ms: number): void {
+  request.log.warn(slowLine(ms, request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode), 'slow request');
 }
 
 /** What the "slow request" line says of a request, besides its id. */

@@ -233,16 +233,9 @@ export async function findUsersWithChangesBySeq(
 ): Promise<Map<number, UserWithChanges>> {
   const found = new Map<number, UserWithChanges>();
   for (const batch of chunks(seqs, READ_BATCH)) {
-    const read = await db
-      .selectFrom('users as u')
-      // The organization's index must not drive the read (SQLite chose it and walked the organization).
-      .where(notIndexed(dialectOf(db), sql.ref<string>('u.org_id')), '=', orgId)
-      .where('u.seq', 'in', batch)
+    const read = await usersBy(db, orgId, roomId, 'seq', batch)
       .select((eb) => [
-        ...USER_COLUMNS,
-        'u.seq',
         'u.changed_in',
-        isRoomMember(eb, roomId).as('room_member'),
         eb.selectFrom('rooms as r').select('r.members_changed_in').whereRef('r.org_id', '=', 'u.org_id').where('r.id', '=', roomId).as('members_changed_in'),
       ])
       .execute();
@@ -284,17 +277,21 @@ async function readUsersInOrder<K extends 'id' | 'seq'>(
   const position = new Map<string | number, number>(values.map((value, index) => [value, index]));
   const rows: { row: SignatoryRow; at: number }[] = [];
   for (const batch of chunks(values, READ_BATCH)) {
-    // By seq, the organization's index must not drive the read (SQLite chose it and walked the organization).
-    const orgId = key === 'seq' ? notIndexed(dialectOf(db), sql.ref<string>('u.org_id')) : sql.ref<string>('u.org_id');
-    const read = await db
-      .selectFrom('users as u')
-      .where(orgId, '=', criteria.orgId)
-      .where(`u.${key}`, 'in', batch as never[])
-      .select((eb) => [...USER_COLUMNS, 'u.seq', isRoomMember(eb, criteria.roomId).as('room_member')])
-      .execute();
+    const read = await usersBy(db, criteria.orgId, criteria.roomId, key, batch).execute();
     for (const user of read) rows.push({ row: toSignatoryRow(user), at: position.get(key === 'id' ? user.id : Number(user.seq))! });
   }
   return rows.sort((a, b) => a.at - b.at).map(({ row }) => row);
+}
+
+/** The users of the organization with these ids or seqs, as a lookup shows them (members of `roomId` or not), found by key. */
+function usersBy<K extends 'id' | 'seq'>(db: Kysely<Database>, orgId: string, roomId: string, key: K, values: readonly (K extends 'id' ? string : number)[]) {
+  // By seq, the organization's index must not drive the read (SQLite chose it and walked the organization).
+  const orgRef = key === 'seq' ? notIndexed(dialectOf(db), sql.ref<string>('u.org_id')) : sql.ref<string>('u.org_id');
+  return db
+    .selectFrom('users as u')
+    .where(orgRef, '=', orgId)
+    .where(`u.${key}`, 'in', values as never[])
+    .select((eb) => [...USER_COLUMNS, 'u.seq', isRoomMember(eb, roomId).as('room_member')]);
 }
 
 /** Ids per statement when users are read by id: well under SQLite's 32,766 bound parameters. */

@@ -194,7 +194,7 @@ export class SignatoryLookup {
     let page: { total: number; seqs: number[] };
     if (criteria.terms.length > 0) page = found.index.search({ terms: criteria.terms, ...query });
     else {
-      const total = countFromTallies(keys.tallies.organization, keys.tallies.members, criteria.includeExternal, criteria.filter);
+      const total = countWithoutTerms(keys);
       page = { total, seqs: query.offset >= total ? [] : found.index.pageWithoutTerms(query) };
     }
     const rows = page.seqs.length === 0 ? [] : await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion);
@@ -279,10 +279,7 @@ export class SignatoryLookup {
     }
     if (total === undefined) {
       const criteria = keys.criteria;
-      total =
-        criteria.terms.length > 0
-          ? await withParallelScans(db, () => countSignatories(db, criteria))
-          : countFromTallies(keys.tallies.organization, keys.tallies.members, criteria.includeExternal, criteria.filter);
+      total = criteria.terms.length > 0 ? await withParallelScans(db, () => countSignatories(db, criteria)) : countWithoutTerms(keys);
       this.#counts.set(countKey, total);
     }
     if (offset >= total) return { total, rows: [] };
@@ -342,6 +339,11 @@ function indexQuery(
   offset: number,
 ): Omit<IndexSearch, 'terms'> {
   return { includeExternal: criteria.includeExternal, filter: criteria.filter, members, sortBy: sort.by, direction: sort.direction, offset, size };
+}
+
+/** The candidates of a lookup without terms, counted from the tallies read with its scope (of its version). */
+function countWithoutTerms({ criteria, tallies }: LookupKeys): number {
+  return countFromTallies(tallies.organization, tallies.members, criteria.includeExternal, criteria.filter);
 }
 
 /** The criteria of a lookup and its answer's cache key, under the directory version they were read with (the count's key is made only on a miss). */

@@ -343,11 +343,9 @@ export class DirectoryService {
     await changeDirectory(this.#db, orgId, actor, async (change: DirectoryChange) => {
       await this.#existingRoom(change.trx, orgId, roomId);
       const user = await this.#existingUser(change.trx, orgId, userId);
-      const changed = add ? await change.addMember(roomId, user) : await change.removeMember(roomId, user);
-      // Nothing changed: the transaction rolls back, and the version is not bumped.
-      if (!changed) throw new Unchanged();
-    }).catch((error: unknown) => {
-      if (!(error instanceof Unchanged)) throw error;
+      // Nothing changed records no event: the writer spends no version on it.
+      if (add) await change.addMember(roomId, user);
+      else await change.removeMember(roomId, user);
     });
   }
 
@@ -389,9 +387,6 @@ export class DirectoryService {
     else if ((await findOrganization(db, orgId)) === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
   }
 }
-
-/** A member change that changes nothing: rolled back quietly. */
-class Unchanged extends Error {}
 
 function fieldOf(row: UserRecord, key: keyof UserWrite): unknown {
   switch (key) {

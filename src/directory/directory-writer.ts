@@ -5,9 +5,15 @@ import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
-import { findEmailAndUserNameOwners, findUserRow, isMember, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
-import { bumpDirectoryVersion, insertMemberRows, listDirectoryVersions } from '../repositories/directory-write-repository.ts';
-import { moveInRoomTally, moveInTallies, type TallyKind } from '../repositories/user-tally-repository.ts';
+import { findHolders, findUserRow, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
+import {
+  bumpDirectoryVersion,
+  changeMembership,
+  listDirectoryVersions,
+  markMembersEdited,
+  type MembershipChange,
+} from '../repositories/directory-write-repository.ts';
+import { addToOrganizationTally, moveInTallies, sameKind, type TallyKind, type TallyMove } from '../repositories/user-tally-repository.ts';
 import type { UserFields } from '../domain/directory-entities.ts';
 import { userRow } from './directory-rows.ts';
 
@@ -33,6 +39,13 @@ export interface UserWrite extends UserFields {
   externalId: string | null;
 }
 
+/** Adds `delta` users of `kind` to `moves` (one move per kind). */
+function addMove(moves: TallyMove[], kind: TallyKind, delta: number): void {
+  const move = moves.find((counted) => sameKind(counted.kind, kind));
+  if (move === undefined) moves.push({ kind, delta });
+  else move.delta += delta;
+}
+
 function kindOf(row: { external: number; needs_invite: number; status: string }): TallyKind {
   return { external: row.external, needs_invite: row.needs_invite, candidate: isCandidateStatus(row.status) ? 1 : 0 };
 }
@@ -47,6 +60,7 @@ export class DirectoryChange {
   readonly at: string;
   readonly #actor: Actor;
   readonly #events: AuditEventRow[] = [];
+  readonly #organizationTally: TallyMove[] = [];
 
   constructor(trx: Transaction<Database>, orgId: string, version: number, at: string, actor: Actor) {
     this.trx = trx;
@@ -56,25 +70,30 @@ export class DirectoryChange {
     this.#actor = actor;
   }
 
-  /** Records the audit event of a change made here (written before the commit). */
-  /** How many events this change has recorded so far: none means it changed nothing. */
-  get recorded(): number {
-    return this.#events.length;
+  /** The audit events this change has recorded, written with its transaction's last statement: none means it changed nothing. */
+  get events(): readonly AuditEventRow[] {
+    return this.#events;
   }
 
+  /** What this change adds to the organization's own tally (not its rooms'), written with its transaction's last statements. */
+  get organizationTally(): readonly TallyMove[] {
+    return this.#organizationTally;
+  }
+
+  #countInOrganization(kind: TallyKind, delta: number): void {
+    addMove(this.#organizationTally, kind, delta);
+  }
+
+  /** Records the audit event of a change made here. */
   audit(action: AuditAction, target: { type: string; id: string }, details: object = {}): void {
     this.#events.push(auditEvent(this.orgId, this.#actor, this.at, action, target, details));
   }
 
-  /** Writes the events recorded: called once, last. */
-  async flush(): Promise<void> {
-    await insertAuditEvents(this.trx, this.#events);
-  }
-
   /** 409 unless the email, and the userName the user reads as (its email while it has none), are free in the organization (but for `userId`'s own). */
-  async #assertUnique(user: UserWrite, userId: string): Promise<void> {
+  async #assertUnique(user: UserWrite, userId: string, holders?: { emailOwner: string | undefined; userNameOwner: string | undefined }): Promise<void> {
     const userName = user.userName ?? user.email;
-    const { emailOwner, userNameOwner } = await findEmailAndUserNameOwners(this.trx, this.orgId, user.email.toLowerCase(), userName.toLowerCase());
+    const { emailOwner, userNameOwner } =
+      holders ?? (await findHolders(this.trx, this.orgId, { emailLower: user.email.toLowerCase(), userNameLower: userName.toLowerCase() }));
     if (emailOwner !== undefined && emailOwner !== userId) {
       throw new ProblemError('email-taken', `The email "${user.email}" already belongs to another user of organization "${this.orgId}".`);
     }
@@ -85,11 +104,16 @@ export class DirectoryChange {
 
   /** Creates a user (409 `user-exists` when the id is taken); a deleted user's id is taken again, as a new user. */
   async createUser(user: UserWrite): Promise<UserRecord> {
-    const stored = await findUserRow(this.trx, this.orgId, user.id);
-    if (stored !== undefined && stored.status !== 'deleted') {
+    const holders = await findHolders(this.trx, this.orgId, {
+      id: user.id,
+      emailLower: user.email.toLowerCase(),
+      userNameLower: (user.userName ?? user.email).toLowerCase(),
+    });
+    if (holders.idStatus !== undefined && holders.idStatus !== 'deleted') {
       throw new ProblemError('user-exists', `A user with id "${user.id}" already exists in organization "${this.orgId}".`);
     }
-    await this.#assertUnique(user, user.id);
+    await this.#assertUnique(user, user.id, holders);
+    const stored = holders.idStatus === undefined ? undefined : await findUserRow(this.trx, this.orgId, user.id);
     const row = { ...userRow(this.orgId, user, this.version, this.at), ...scimColumns(user) };
     let created: UserRecord;
     if (stored === undefined) {
@@ -102,16 +126,20 @@ export class DirectoryChange {
         .where('id', '=', user.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      await moveInTallies(this.trx, this.orgId, user.id, kindOf(stored), undefined);
+      this.#countInOrganization(kindOf(stored), -1);
     }
-    await moveInTallies(this.trx, this.orgId, user.id, undefined, kindOf(row));
+    // A new user (or a deleted one's id taken again) is a member of no room: only the organization's tally moves.
+    this.#countInOrganization(kindOf(row), 1);
     this.audit('user.created', { type: 'user', id: user.id });
     return created;
   }
 
   /** Replaces a stored user's fields; `changed_in` moves only if what a lookup shows or tests of it changed. */
   async updateUser(existing: UserRecord, user: UserWrite, details: object = {}): Promise<UserRecord> {
-    await this.#assertUnique(user, existing.id);
+    // Unchanged keys (ignoring case) were unique before and stay so.
+    const keysChanged =
+      user.email.toLowerCase() !== existing.email_lower || (user.userName ?? user.email).toLowerCase() !== (existing.user_name_lower ?? existing.email_lower);
+    if (keysChanged) await this.#assertUnique(user, existing.id);
     const next = userRow(this.orgId, { ...user, id: existing.id }, this.version, this.at);
     // What a lookup shows or tests: the in-memory index lays the user over what it holds, and an
     // answer cached before is carried across this version only if the user cannot be in it.
@@ -147,7 +175,12 @@ export class DirectoryChange {
     await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), undefined);
     const rooms = await this.trx.selectFrom('room_members').select('room_id').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
     await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
-    await this.#membersEdited(rooms.map((room) => room.room_id));
+    await markMembersEdited(
+      this.trx,
+      this.orgId,
+      rooms.map((room) => room.room_id),
+      this.version,
+    );
     const gone = userRow(this.orgId, { id: existing.id, firstname: null, lastname: null, email: '', external: false, status: 'active' }, this.version, this.at);
     await this.trx
       .updateTable('users')
@@ -221,20 +254,14 @@ export class DirectoryChange {
 
   /** Adds a user to a room; false (and nothing recorded) when it is a member already. */
   async addMember(roomId: string, user: UserRecord): Promise<boolean> {
-    if (await isMember(this.trx, this.orgId, roomId, user.id)) return false;
-    await insertMemberRows(this.trx, [{ org_id: this.orgId, room_id: roomId, user_id: user.id }]);
-    await moveInRoomTally(this.trx, this.orgId, roomId, kindOf(user), 1);
-    await this.#membersEdited([roomId], user.id);
+    if (!(await changeMembership(this.trx, this.#membership(roomId, user), true))) return false;
     this.audit('room.member.added', { type: 'room', id: roomId }, { userId: user.id });
     return true;
   }
 
   /** Removes a user from a room; false (and nothing recorded) when it is not a member. */
   async removeMember(roomId: string, user: UserRecord): Promise<boolean> {
-    if (!(await isMember(this.trx, this.orgId, roomId, user.id))) return false;
-    await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('room_id', '=', roomId).where('user_id', '=', user.id).execute();
-    await moveInRoomTally(this.trx, this.orgId, roomId, kindOf(user), -1);
-    await this.#membersEdited([roomId], user.id);
+    if (!(await changeMembership(this.trx, this.#membership(roomId, user), false))) return false;
     this.audit('room.member.removed', { type: 'room', id: roomId }, { userId: user.id });
     return true;
   }
@@ -249,21 +276,8 @@ export class DirectoryChange {
     this.audit('organization.updated', { type: 'organization', id: this.orgId }, details);
   }
 
-  /**
-   * Marks one user's membership of these rooms changed in this version, for the search indexes: the
-   * rooms as edited, the user as changed, so an index holding a room's members lays the user's
-   * memberships over them (instead of reading the room's members again).
-   */
-  async #membersEdited(roomIds: readonly string[], userId?: string): Promise<void> {
-    if (roomIds.length === 0) return;
-    await this.trx
-      .updateTable('rooms')
-      .set({ members_edited_in: this.version })
-      .where('org_id', '=', this.orgId)
-      .where('id', 'in', [...roomIds])
-      .execute();
-    if (userId !== undefined)
-      await this.trx.updateTable('users').set({ changed_in: this.version }).where('org_id', '=', this.orgId).where('id', '=', userId).execute();
+  #membership(roomId: string, user: UserRecord): MembershipChange {
+    return { orgId: this.orgId, roomId, userId: user.id, kind: kindOf(user), version: this.version };
   }
 }
 
@@ -272,21 +286,107 @@ function scimColumns(user: UserWrite) {
 }
 
 /**
- * Runs `work` as one change to the organization's directory, in one transaction: its version is
- * bumped first (404 `organization-not-found` for an unknown organization), its events written
- * last. Anything thrown rolls everything back, the version and the events included.
+ * Runs `work` as one change to the organization's directory, in one transaction with the changes
+ * to the same organization that wait meanwhile (group commit): the version is bumped first (404
+ * `organization-not-found` for an unknown organization), the events of every change written last,
+ * and each change sees those before it. Anything `work` throws rolls its change back, the version
+ * and the events included: a batch in which a change fails is rolled back whole and each of its
+ * changes run again alone, in order. A transaction that records no event changed nothing and is
+ * rolled back too (no version spent, no cache emptied); its changes still answer with what they
+ * read. Answers are given once the transaction has committed or rolled back.
  */
-export async function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: Actor, work: (change: DirectoryChange) => Promise<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    const at = new Date().toISOString();
-    const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
-    if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-    const change = new DirectoryChange(trx, orgId, version, at, actor);
-    const result = await work(change);
-    await change.flush();
-    return result;
+export function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: Actor, work: (change: DirectoryChange) => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let writes = organizationWrites.get(db);
+    if (writes === undefined) organizationWrites.set(db, (writes = new Map()));
+    let waiting = writes.get(orgId);
+    if (waiting === undefined) {
+      writes.set(orgId, (waiting = []));
+      void writeInTurn(db, orgId, writes, waiting);
+    }
+    waiting.push({ actor, work: work, resolve: resolve as (value: unknown) => void, reject, alone: false });
   });
 }
+
+/**
+ * At most this many changes commit together. Each waits for those before it in its batch, and a
+ * batch holds the organization's version (and so its other writers) until it commits.
+ */
+const BATCH_LIMIT = 64;
+
+interface PendingChange {
+  actor: Actor;
+  work: (change: DirectoryChange) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  /** Run in a transaction of its own: its batch failed. */
+  alone: boolean;
+}
+
+/** The changes waiting for each organization, per database; an organization is listed while its changes run. */
+const organizationWrites = new WeakMap<Kysely<Database>, Map<string, PendingChange[]>>();
+
+/** Runs the organization's waiting changes batch after batch until none waits. */
+async function writeInTurn(db: Kysely<Database>, orgId: string, writes: Map<string, PendingChange[]>, waiting: PendingChange[]): Promise<void> {
+  // Changes asked for in the same tick as the first join its batch.
+  await Promise.resolve();
+  while (waiting.length > 0) {
+    const batch = waiting[0]!.alone ? waiting.splice(0, 1) : waiting.splice(0, Math.min(BATCH_LIMIT, leadingTogether(waiting)));
+    const failed = await commitBatch(db, orgId, batch);
+    if (failed) waiting.unshift(...batch.map((change) => ({ ...change, alone: true })));
+  }
+  writes.delete(orgId);
+}
+
+/** How many changes at the head of the queue may run together (up to the first that must run alone). */
+function leadingTogether(waiting: readonly PendingChange[]): number {
+  const alone = waiting.findIndex((change) => change.alone);
+  return alone === -1 ? waiting.length : alone;
+}
+
+/** Runs `batch` in one transaction and answers each change; true when one of several failed (nothing committed: run each alone). */
+async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly PendingChange[]): Promise<boolean> {
+  const results: unknown[] = [];
+  try {
+    await db.transaction().execute(async (trx) => {
+      const at = new Date().toISOString();
+      const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
+      if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+      const events: AuditEventRow[] = [];
+      const tally: TallyMove[] = [];
+      for (const pending of batch) {
+        const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
+        try {
+          results.push(await pending.work(change));
+        } catch (error) {
+          throw batch.length > 1 ? new BatchFailed() : error;
+        }
+        events.push(...change.events);
+        for (const move of change.organizationTally) addMove(tally, move.kind, move.delta);
+      }
+      if (events.length === 0) throw new NothingChanged();
+      await addToOrganizationTally(
+        trx,
+        orgId,
+        tally.filter((move) => move.delta !== 0),
+      );
+      await insertAuditEvents(trx, events);
+    });
+  } catch (error) {
+    if (error instanceof BatchFailed) return true;
+    if (!(error instanceof NothingChanged)) {
+      for (const pending of batch) pending.reject(error);
+      return false;
+    }
+  }
+  batch.forEach((pending, index) => pending.resolve(results[index]));
+  return false;
+}
+
+/** One change of a batch failed: the batch is rolled back. */
+class BatchFailed extends Error {}
+/** No change of the transaction recorded an event: it is rolled back. */
+class NothingChanged extends Error {}
 
 /** Creates an organization (409 `organization-exists` when the id is taken). */
 export async function createOrganization(

@@ -106,30 +106,42 @@ export async function findUserRow(db: Kysely<Database>, orgId: string, userId: s
 
 /**
  * The users who hold an email (ignoring case) and who read as a userName (ignoring case: their
- * own, or their email while they have none), if any: one statement, each half on its unique
- * index (a round trip fewer for every user written, made while writers of the organization wait).
+ * own, or their email while they have none), if any, and the status of the stored row with `id`
+ * (deleted or not) when one is asked for: one statement, each part on its unique index (round
+ * trips saved for every user written, made while writers of the organization wait).
  */
-export async function findEmailAndUserNameOwners(
+export async function findHolders(
   db: Kysely<Database>,
   orgId: string,
-  emailLower: string,
-  userNameLower: string,
-): Promise<{ emailOwner: string | undefined; userNameOwner: string | undefined }> {
-  const rows = await db
+  keys: { id?: string; emailLower: string; userNameLower: string },
+): Promise<{ idStatus: string | undefined; emailOwner: string | undefined; userNameOwner: string | undefined }> {
+  let holders = db
     .selectFrom('users')
-    .select([sql<string>`'email'`.as('holds'), 'id'])
+    .select([sql<string>`'email'`.as('holds'), 'id', 'status'])
     .where('org_id', '=', orgId)
-    .where('email_lower', '=', emailLower)
+    .where('email_lower', '=', keys.emailLower)
     .unionAll(
       db
         .selectFrom('users')
-        .select([sql<string>`'userName'`.as('holds'), 'id'])
+        .select([sql<string>`'userName'`.as('holds'), 'id', 'status'])
         .where('org_id', '=', orgId)
         // Spelled as the unique index's expression, which the databases must see to use it.
-        .where(sql`coalesce(user_name_lower, email_lower)`, '=', userNameLower),
-    )
-    .execute();
-  return { emailOwner: rows.find((row) => row.holds === 'email')?.id, userNameOwner: rows.find((row) => row.holds === 'userName')?.id };
+        .where(sql`coalesce(user_name_lower, email_lower)`, '=', keys.userNameLower),
+    );
+  if (keys.id !== undefined)
+    holders = holders.unionAll(
+      db
+        .selectFrom('users')
+        .select([sql<string>`'id'`.as('holds'), 'id', 'status'])
+        .where('org_id', '=', orgId)
+        .where('id', '=', keys.id),
+    );
+  const rows = await holders.execute();
+  return {
+    idStatus: rows.find((row) => row.holds === 'id')?.status,
+    emailOwner: rows.find((row) => row.holds === 'email')?.id,
+    userNameOwner: rows.find((row) => row.holds === 'userName')?.id,
+  };
 }
 
 /** Locks the room's row for the rest of the transaction (PostgreSQL; SQLite has one writer): an upload inserting a document into it waits, or is waited for. */
@@ -307,18 +319,6 @@ export async function listRooms(db: Kysely<Database>, orgId: string, offset: num
     .executeTakeFirstOrThrow();
   const rows = await withMemberCount(db).where('r.org_id', '=', orgId).orderBy('r.id').offset(offset).limit(limit).execute();
   return { total: Number(count.count), rows: rows.map(toRoomRecord) };
-}
-
-/** Whether the user is a member of the room. */
-export async function isMember(db: Kysely<Database>, orgId: string, roomId: string, userId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('room_members')
-    .select('user_id')
-    .where('org_id', '=', orgId)
-    .where('room_id', '=', roomId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
-  return row !== undefined;
 }
 
 /** Whether the room holds documents. */

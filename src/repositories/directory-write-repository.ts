@@ -1,6 +1,7 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { dialectOf, type DialectName } from '../db/dialect.ts';
 import type { Database, RoomMemberTable, RoomTable, UserTable } from '../db/tables.ts';
+import { moveInRoomTally, tallyStatement, type TallyKind } from './user-tally-repository.ts';
 
 /**
  * The SQL of directory writes: users, rooms, members and organizations' versions, as the one
@@ -219,6 +220,67 @@ export async function insertMemberRows(trx: Transaction<Database>, rows: readonl
       .insertInto('room_members')
       .values([...rows])
       .execute();
+}
+
+/** One member coming into a room or leaving it, as a directory change of `version` makes it. */
+export interface MembershipChange {
+  orgId: string;
+  roomId: string;
+  userId: string;
+  /** The user's kind, as the room's tally counts it. */
+  kind: TallyKind;
+  version: number;
+}
+
+/**
+ * Adds the member (`add`) or removes it: its room's tally moves, the room is marked as having its
+ * members edited and the user as changed in `version` (what the search indexes read to take it
+ * in). False, and nothing written, when it was a member already (or was not one). On PostgreSQL
+ * one statement: a member change waits for no other round trip while the organization's writers
+ * wait for it.
+ */
+export async function changeMembership(trx: Transaction<Database>, change: MembershipChange, add: boolean): Promise<boolean> {
+  const { orgId, roomId, userId, version } = change;
+  const delta = add ? 1 : -1;
+  const membership = add
+    ? sql`insert into room_members (org_id, room_id, user_id) values (${orgId}, ${roomId}, ${userId}) on conflict do nothing returning org_id, room_id`
+    : sql`delete from room_members where org_id = ${orgId} and room_id = ${roomId} and user_id = ${userId} returning org_id, room_id`;
+  if (dialectOf(trx) === 'postgres') {
+    const { rows } = await sql<{ changed: number }>`
+      with changed as (${membership}),
+      tallied as (${tallyStatement(sql`select org_id, room_id from changed`, [{ kind: change.kind, delta }])}),
+      edited as (update rooms set members_edited_in = ${version} where org_id = ${orgId} and id = ${roomId} and exists (select 1 from changed)),
+      marked as (update users set changed_in = ${version} where org_id = ${orgId} and id = ${userId} and exists (select 1 from changed))
+      select count(*)::integer as changed from changed`.execute(trx);
+    return rows[0]!.changed > 0;
+  }
+  const { rows } = await membership.execute(trx);
+  if (rows.length === 0) return false;
+  await moveInRoomTally(trx, orgId, roomId, change.kind, delta);
+  await markMembersEdited(trx, orgId, [roomId], version, userId);
+  return true;
+}
+
+/**
+ * Marks one user's membership of these rooms changed in `version`, for the search indexes: the
+ * rooms as edited, the user (if given) as changed, so an index holding a room's members lays the
+ * user's memberships over them (instead of reading the room's members again).
+ */
+export async function markMembersEdited(
+  trx: Transaction<Database>,
+  orgId: string,
+  roomIds: readonly string[],
+  version: number,
+  userId?: string,
+): Promise<void> {
+  if (roomIds.length === 0) return;
+  await trx
+    .updateTable('rooms')
+    .set({ members_edited_in: version })
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...roomIds])
+    .execute();
+  if (userId !== undefined) await trx.updateTable('users').set({ changed_in: version }).where('org_id', '=', orgId).where('id', '=', userId).execute();
 }
 
 /**

@@ -51,8 +51,8 @@ export interface TallyKind {
 
 /**
  * Moves one user in the tallies of the organization and of every room it is a member of: out of
- * `from` (undefined: a new user), into `to` (undefined: gone). For a single write, where counting
- * the organization again would read every user.
+ * `from` (undefined: a new user), into `to` (undefined: gone), in one statement. For a single
+ * write, where counting the organization again would read every user.
  */
 export async function moveInTallies(
   db: Kysely<Database>,
@@ -61,32 +61,53 @@ export async function moveInTallies(
   from: TallyKind | undefined,
   to: TallyKind | undefined,
 ): Promise<void> {
-  if (from !== undefined && to !== undefined && from.external === to.external && from.needs_invite === to.needs_invite && from.candidate === to.candidate)
-    return;
-  for (const [kind, delta] of [
-    [from, -1],
-    [to, 1],
-  ] as const) {
-    if (kind === undefined) continue;
-    // The organization's tally and its rooms' in one statement: a round trip fewer per user written.
-    await addToTally(
-      db,
-      sql`select ${orgId} as org_id, '' as room_id union all select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`,
-      kind,
-      delta,
-    );
-  }
+  if (from !== undefined && to !== undefined && sameKind(from, to)) return;
+  const moves = [...(from === undefined ? [] : [{ kind: from, delta: -1 }]), ...(to === undefined ? [] : [{ kind: to, delta: 1 }])];
+  if (moves.length === 0) return;
+  await addToTallies(
+    db,
+    sql`select ${orgId} as org_id, '' as room_id union all select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`,
+    moves,
+  );
 }
 
 /** Counts a user of `kind` in, or out of (`delta` -1), a room's members. */
 export async function moveInRoomTally(db: Kysely<Database>, orgId: string, roomId: string, kind: TallyKind, delta: 1 | -1): Promise<void> {
-  await addToTally(db, sql`select ${orgId} as org_id, ${roomId} as room_id`, kind, delta);
+  await addToTallies(db, sql`select ${orgId} as org_id, ${roomId} as room_id`, [{ kind, delta }]);
 }
 
-/** Adds `delta` users of `kind` to the tallies of the (org_id, room_id) pairs `scopes` selects. */
-async function addToTally(db: Kysely<Database>, scopes: RawBuilder<unknown>, kind: TallyKind, delta: number): Promise<void> {
-  await sql`
+/** Adds users of each kind to the organization's own tally (not its rooms'): `moves` of distinct kinds. */
+export async function addToOrganizationTally(db: Kysely<Database>, orgId: string, moves: readonly TallyMove[]): Promise<void> {
+  if (moves.length > 0) await addToTallies(db, sql`select ${orgId} as org_id, '' as room_id`, moves);
+}
+
+/** A number of users of one kind to add to a tally (negative: to take away). */
+export interface TallyMove {
+  kind: TallyKind;
+  delta: number;
+}
+
+export function sameKind(a: TallyKind, b: TallyKind): boolean {
+  return a.external === b.external && a.needs_invite === b.needs_invite && a.candidate === b.candidate;
+}
+
+/** Adds the `moves` (of distinct kinds) to the tallies of the (org_id, room_id) pairs `scopes` selects. */
+async function addToTallies(db: Kysely<Database>, scopes: RawBuilder<unknown>, moves: readonly TallyMove[]): Promise<void> {
+  await tallyStatement(scopes, moves).execute(db);
+}
+
+/** The statement of addToTallies, to be part of another (a PostgreSQL WITH). */
+export function tallyStatement(scopes: RawBuilder<unknown>, moves: readonly TallyMove[]): RawBuilder<unknown> {
+  // Typed: a parameter in a union is text to PostgreSQL until cast.
+  const kinds = sql.join(
+    moves.map(
+      ({ kind, delta }) =>
+        sql`select cast(${kind.external} as integer) as external, cast(${kind.needs_invite} as integer) as needs_invite, cast(${kind.candidate} as integer) as candidate, cast(${delta} as integer) as delta`,
+    ),
+    sql` union all `,
+  );
+  return sql`
     insert into user_tallies (org_id, room_id, external, needs_invite, candidate, users)
-    select s.org_id, s.room_id, ${kind.external}, ${kind.needs_invite}, ${kind.candidate}, ${delta} from (${scopes}) s where true
-    on conflict (org_id, room_id, external, needs_invite, candidate) do update set users = user_tallies.users + excluded.users`.execute(db);
+    select s.org_id, s.room_id, k.external, k.needs_invite, k.candidate, k.delta from (${scopes}) s cross join (${kinds}) k where true
+    on conflict (org_id, room_id, external, needs_invite, candidate) do update set users = user_tallies.users + excluded.users`;
 }

@@ -18,7 +18,6 @@ import { ScimError } from './scim-error.ts';
 import { asScim, LIST_RESPONSE_SCHEMA, type ScimList } from './scim-users.ts';
 
 /** Thrown inside a write that changed nothing, to roll it back. */
-class Unchanged extends Error {}
 
 export interface GroupLocations {
   group: (id: string) => string;
@@ -112,24 +111,18 @@ export class ScimGroups {
   }
 
   async #change(orgId: string, roomId: string, change: GroupChange, ifMatch: string | undefined, actor: Actor, at: GroupLocations): Promise<ScimGroup> {
-    const again = () => this.get(orgId, roomId, true, at);
-    return this.#write(
-      orgId,
-      actor,
-      async (writer) => {
-        const room = await this.#existing(writer.trx, orgId, roomId);
-        assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
-        const name = change.name === undefined ? room.name : nameOf({ name: change.name }, roomId);
-        const externalId = change.externalId === undefined ? (room.external_id ?? null) : change.externalId;
-        if (name !== room.name || externalId !== (room.external_id ?? null)) {
-          const changed = [...(name !== room.name ? ['name'] : []), ...(externalId !== (room.external_id ?? null) ? ['externalId'] : [])];
-          await writer.updateRoom(roomId, name, { changed }, externalId);
-        }
-        await this.#applyMembers(writer, orgId, roomId, change);
-        return this.#groupOf(writer.trx, orgId, (await findRoom(writer.trx, orgId, roomId))!, true, at);
-      },
-      again,
-    );
+    return this.#write(orgId, actor, async (writer) => {
+      const room = await this.#existing(writer.trx, orgId, roomId);
+      assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
+      const name = change.name === undefined ? room.name : nameOf({ name: change.name }, roomId);
+      const externalId = change.externalId === undefined ? (room.external_id ?? null) : change.externalId;
+      if (name !== room.name || externalId !== (room.external_id ?? null)) {
+        const changed = [...(name !== room.name ? ['name'] : []), ...(externalId !== (room.external_id ?? null) ? ['externalId'] : [])];
+        await writer.updateRoom(roomId, name, { changed }, externalId);
+      }
+      await this.#applyMembers(writer, orgId, roomId, change);
+      return this.#groupOf(writer.trx, orgId, (await findRoom(writer.trx, orgId, roomId))!, true, at);
+    });
   }
 
   /** The member changes, each checked to be a user of the organization (400 `invalidValue` naming the first that is not: nothing changes). */
@@ -164,22 +157,11 @@ export class ScimGroups {
   }
 
   /**
-   * One write in one transaction. One that changes nothing (a member added twice, a name set to
-   * itself) is rolled back, as the REST routes do: no directory version is spent on it, so no
-   * lookup cache is emptied, and no event recorded; its answer is read again.
+   * One write through the directory writer. One that changes nothing (a member added twice, a name
+   * set to itself) records no event, so the writer spends no directory version on it, as for the
+   * REST routes.
    */
-  async #write<T>(orgId: string, actor: Actor, work: (writer: DirectoryChange) => Promise<T>, again?: () => Promise<T>): Promise<T> {
-    return asScim(async () => {
-      try {
-        return await changeDirectory(this.#db, orgId, actor, async (writer) => {
-          const result = await work(writer);
-          if (again !== undefined && writer.recorded === 0) throw new Unchanged();
-          return result;
-        });
-      } catch (error) {
-        if (error instanceof Unchanged && again !== undefined) return again();
-        throw error;
-      }
-    });
+  async #write<T>(orgId: string, actor: Actor, work: (writer: DirectoryChange) => Promise<T>): Promise<T> {
+    return asScim(() => changeDirectory(this.#db, orgId, actor, work));
   }
 }

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import { changeDirectory } from '../../src/directory/directory-writer.ts';
+import { findUser } from '../../src/repositories/directory-repository.ts';
+import { ProblemError } from '../../src/errors.ts';
+import { DIRECTORY } from '../helpers/fixtures.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+const CLI = { actor: 'cli' };
+
+/**
+ * Changes to one organization that wait for each other commit together (group commit): one
+ * transaction, one directory version, each change seeing those before it. A change that fails
+ * takes nothing of its batch with it: the batch is run again one change at a time.
+ */
+describe('directory writer: changes that wait commit together', () => {
+  let t: TestApp;
+  let handle: DatabaseHandle;
+  const version = async () => Number((await t.sql<{ v: number }>(sql`select directory_version as v from organizations where id = 'acme'`))[0]!.v);
+  const events = async () => Number((await t.sql<{ n: number }>(sql`select count(*) as n from audit_events where org_id = 'acme'`))[0]!.n);
+  const orgTally = async () =>
+    Number((await t.sql<{ n: number }>(sql`select coalesce(sum(users), 0) as n from user_tallies where org_id = 'acme' and room_id = ''`))[0]!.n);
+  const create = (id: string, email = `${id}@acme.example`) =>
+    changeDirectory(handle.db, 'acme', CLI, (change) =>
+      change.createUser({ id, firstname: 'Batch', lastname: id, email, external: false, status: 'active', userName: null, externalId: null }),
+    );
+
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(DIRECTORY);
+    handle = openDatabase(t.config);
+  });
+  after(async () => {
+    await handle.close();
+    await t.close();
+  });
+
+  it('commits changes asked for together in one transaction, each seeing the ones before it', async () => {
+    const [v0, e0, users0] = [await version(), await events(), await orgTally()];
+    const created = await Promise.all([create('b1'), create('b2'), create('b3')]);
+    assert.deepEqual(
+      created.map((user) => user.id),
+      ['b1', 'b2', 'b3'],
+    );
+    // The fourth sees the first: the same id again is refused, after the others committed.
+    const seen = await Promise.all([
+      changeDirectory(handle.db, 'acme', CLI, async (change) => (await findUser(change.trx, 'acme', 'b1'))?.lastname),
+      changeDirectory(handle.db, 'acme', CLI, async (change) => {
+        await change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!);
+        return (await findUser(change.trx, 'acme', 'b1'))!.changed_in;
+      }),
+    ]);
+    assert.equal(seen[0], 'b1');
+    assert.equal(await version(), v0 + 2, 'one version for each batch');
+    assert.equal(seen[1], v0 + 2, 'the member is marked with the version of its batch');
+    assert.equal(await events(), e0 + 4);
+    assert.equal(await orgTally(), users0 + 3);
+  });
+
+  it('runs a batch again one change at a time when one of its changes fails: the others are kept, the failed one leaves nothing', async () => {
+    const [v0, e0, users0] = [await version(), await events(), await orgTally()];
+    const outcomes = await Promise.allSettled([create('c1'), create('c2', 'c1@acme.example'), create('c3'), create('u1')]);
+    assert.equal(outcomes[0].status, 'fulfilled');
+    assert.equal(outcomes[2].status, 'fulfilled');
+    const taken = outcomes[1].status === 'rejected' ? outcomes[1].reason : undefined;
+    assert.ok(taken instanceof ProblemError && taken.code === 'email-taken', String(taken));
+    const exists = outcomes[3].status === 'rejected' ? outcomes[3].reason : undefined;
+    assert.ok(exists instanceof ProblemError && exists.code === 'user-exists', String(exists));
+    assert.equal(await findUser(handle.db, 'acme', 'c2'), undefined);
+    assert.equal((await findUser(handle.db, 'acme', 'c3'))?.email, 'c3@acme.example');
+    // Alone, each change that succeeded spent a version of its own.
+    assert.equal(await version(), v0 + 2);
+    assert.equal(await events(), e0 + 2);
+    assert.equal(await orgTally(), users0 + 2);
+  });
+
+  it('spends no version on a batch that changes nothing, and still answers what its changes read', async () => {
+    const v0 = await version();
+    const [member, again] = await Promise.all([
+      changeDirectory(handle.db, 'acme', CLI, async (change) => change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!)),
+      changeDirectory(handle.db, 'acme', CLI, async (change) => change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!)),
+    ]);
+    assert.deepEqual([member, again], [false, false]);
+    assert.equal(await version(), v0);
+  });
+
+  it('answers every change of a batch for an unknown organization with 404', async () => {
+    const outcomes = await Promise.allSettled([1, 2].map(() => changeDirectory(handle.db, 'nowhere', CLI, async () => 'never')));
+    for (const outcome of outcomes) {
+      assert.equal(outcome.status, 'rejected');
+      assert.equal((outcome.reason as ProblemError).code, 'organization-not-found');
+    }
+  });
+});

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { preferIndexWalks } from '../db/dialect-sql.ts';
+import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import { arraysOfParts, emptyParts, SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
@@ -17,6 +18,8 @@ import {
   findOrganizationSize,
   readChangedRooms,
   readChangedUsers,
+  readChangesAtOnce,
+  type OrganizationChanges,
   readIndexedUsers,
   readRoomMemberSeqs,
   readSortOrder,
@@ -65,6 +68,8 @@ const PIECE = 10_000;
  * once the transaction is over.
  */
 export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: { snapshots?: string } = {}): Promise<LoadResult> {
+  // One statement is one snapshot: no transaction needed.
+  if (job.kind === 'changes' && dialectOf(db) === 'postgres') return changesOf(await readChangesAtOnce(db, job.orgId, job.since, job.maxChanges + 1), job);
   const { result, stamp } = await db
     .transaction()
     .setIsolationLevel('repeatable read')
@@ -129,7 +134,12 @@ async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: '
   const size = await findOrganizationSize(db, job.orgId);
   if (size === undefined) return { kind: 'stale' };
   const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
-  const rooms = await readChangedRooms(db, job.orgId, job.since);
+  return changesOf({ size, changed, rooms: await readChangedRooms(db, job.orgId, job.since) }, job);
+}
+
+function changesOf(read: OrganizationChanges | undefined, job: Extract<LoadJob, { kind: 'changes' }>): LoadResult {
+  if (read === undefined) return { kind: 'stale' };
+  const { size, changed, rooms } = read;
   if (changed.length > job.maxChanges) return { kind: 'many changes', version: size.version, rooms: rooms.replaced, editedRooms: rooms.edited };
   return { kind: 'changes', version: size.version, users: size.users, changed, rooms: rooms.replaced, editedRooms: rooms.edited };
 }

@@ -105,8 +105,9 @@ export class Authenticator {
     this.#db = db;
     this.#policy = policy;
     this.#now = options.now ?? Date.now;
-    this.#loginStates = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, LOGIN_STATE_ENTRIES);
-    this.#tokens = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, TOKEN_ENTRIES);
+    const changes = options.changes ?? NO_CHANGE_SOURCE;
+    this.#loginStates = new ChangeScopedCache(changes.about(['credentials', 'login_failures']), LOGIN_STATE_ENTRIES);
+    this.#tokens = new ChangeScopedCache(changes.about(['api_tokens']), TOKEN_ENTRIES);
     this.#throttle = new LoginThrottle(policy, this.#now);
     this.#hashes = new BoundedConcurrency(policy.hashConcurrency, policy.hashQueue);
     this.#addresses = new FailureWindows(policy.maxFailuresPerAddress, policy.lockSeconds * 1000, this.#now);

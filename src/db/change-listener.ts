@@ -34,6 +34,9 @@ export class PostgresChangeListener implements ChangeSource {
   #client: pg.Client | undefined;
   #listening = false;
   #notices = 0;
+  /** Notices by the table they name, and those that name none (any table: sent before the tables were named) with every (re)start of listening. */
+  readonly #byTable = new Map<string, number>();
+  #anyTable = 0;
   #started = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
@@ -56,6 +59,20 @@ export class PostgresChangeListener implements ChangeSource {
       void this.#connect();
     }
     return this.#listening ? this.#notices : undefined;
+  }
+
+  /** Moves with the notices of these tables (and those naming none, and every (re)start): each count only grows, so their sum moves whenever one does. */
+  about(tables: readonly string[]): ChangeSource {
+    return {
+      token: () => {
+        if (this.token() === undefined) return undefined;
+        let sum = this.#anyTable;
+        for (const table of tables) sum += this.#byTable.get(table) ?? 0;
+        return sum;
+      },
+      catchUp: (asOf) => this.catchUp(asOf),
+      about: (others) => this.about(others),
+    };
   }
 
   catchUp(asOf: number): Promise<void> | undefined {
@@ -127,8 +144,10 @@ export class PostgresChangeListener implements ChangeSource {
       keepAlive: true,
     });
     this.#client = client;
-    client.on('notification', () => {
+    client.on('notification', ({ payload }) => {
       this.#notices += 1;
+      if (payload === undefined || payload === '') this.#anyTable += 1;
+      else this.#byTable.set(payload, (this.#byTable.get(payload) ?? 0) + 1);
     });
     // Lost: stop keeping anything at once, then try again.
     client.on('error', () => this.#lost(client));
@@ -146,6 +165,7 @@ export class PostgresChangeListener implements ChangeSource {
     if (this.#client !== client) return;
     // Whatever was kept before may have changed while nobody listened.
     this.#notices += 1;
+    this.#anyTable += 1;
     this.#caughtUpTo = listenSentAt;
     this.#listening = true;
     this.#scheduleHeartbeat(client);

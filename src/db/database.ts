@@ -70,6 +70,7 @@ function openSqlite(dataDir: string, memory: SqliteMemory): DatabaseHandle {
       return latest.value;
     },
     catchUp: () => undefined,
+    about: () => changes,
   };
   // The -shm file is closed after the connection: closing any descriptor of a file drops all of this
   // process's locks on it, SQLite's own included, which must hold while its connection is open.

@@ -18,10 +18,15 @@ export interface ChangeSource {
    * file itself, so always).
    */
   catchUp(asOf: number): Promise<void> | undefined;
+  /**
+   * The same source, telling only of commits that change one of these tables (PostgreSQL's
+   * notices name their table; SQLite's file cannot tell, so any commit moves it).
+   */
+  about(tables: readonly string[]): ChangeSource;
 }
 
 /** A source that can never tell: nothing is kept. */
-export const NO_CHANGE_SOURCE: ChangeSource = { token: () => undefined, catchUp: () => undefined };
+export const NO_CHANGE_SOURCE: ChangeSource = { token: () => undefined, catchUp: () => undefined, about: () => NO_CHANGE_SOURCE };
 
 export class ChangeScopedCache<K, V> {
   readonly #entries: LruCache<K, V>;

@@ -377,9 +377,10 @@ export class SearchIndexes {
    */
   watch(changes: ChangeSource = NO_CHANGE_SOURCE, intervalMs = WATCH_MS): void {
     if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
+    const versions = changes.about(['organizations']);
     this.#watch = setInterval(() => {
       if (this.#ready.size === 0 || this.#checking) return;
-      const token = changes.token();
+      const token = versions.token();
       const now = performance.now();
       if ((token === undefined || token === this.#checkedToken) && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
       this.#checkedToken = token;

@@ -99,7 +99,8 @@ export class SignatoryLookup {
   constructor(db: Kysely<Database>, maxPageSize: number, options: { changes?: ChangeSource; indexes?: SearchIndexes } = {}) {
     this.#db = db;
     this.#maxPageSize = maxPageSize;
-    this.#scopes = new ChangeScopedCache(options.changes ?? NO_CHANGE_SOURCE, SCOPE_CACHE_ENTRIES);
+    // A lookup's scope is read from these tables (its tallies move with its organization's version).
+    this.#scopes = new ChangeScopedCache((options.changes ?? NO_CHANGE_SOURCE).about(['organizations', 'rooms']), SCOPE_CACHE_ENTRIES);
     this.#indexes = options.indexes;
     this.#pageUsers = new PageUserReads(db);
   }

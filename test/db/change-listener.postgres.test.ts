@@ -76,6 +76,46 @@ describe('PostgreSQL change notices', () => {
     }
   });
 
+  it('tells each reader only of commits to the tables it names, and of notices naming none', async () => {
+    const listener = new PostgresChangeListener(database.env['DATABASE_URL']!);
+    try {
+      await listening(listener);
+      const credentials = listener.about(['credentials', 'login_failures']);
+      const directory = listener.about(['organizations', 'rooms']);
+      const commit = async (statement: string) => {
+        const before = { all: listener.token(), credentials: credentials.token(), directory: directory.token() };
+        await writer.query(statement);
+        await listener.catchUp(performance.now());
+        return {
+          all: listener.token() !== before.all,
+          credentials: credentials.token() !== before.credentials,
+          directory: directory.token() !== before.directory,
+        };
+      };
+      await commit(`INSERT INTO organizations (id, name) VALUES ('scoped', 'Org')`);
+      assert.deepEqual(await commit(`UPDATE organizations SET directory_version = directory_version + 1 WHERE id = 'scoped'`), {
+        all: true,
+        credentials: false,
+        directory: true,
+      });
+      assert.deepEqual(await commit(`INSERT INTO credentials (username, password_hash, organizations, updated_at) VALUES ('scoped', 'x', '"*"', 'now')`), {
+        all: true,
+        credentials: true,
+        directory: false,
+      });
+      assert.deepEqual(await commit(`INSERT INTO rooms (org_id, id, name) VALUES ('scoped', 'room', 'Room')`), {
+        all: true,
+        credentials: false,
+        directory: true,
+      });
+      // A notice naming no table (a server from before notices named theirs) may be of any.
+      assert.deepEqual(await commit(`NOTIFY signroom_changes`), { all: true, credentials: true, directory: true });
+      await writer.query(`DELETE FROM credentials WHERE username = 'scoped'`);
+    } finally {
+      await listener.close();
+    }
+  });
+
   it('never misses a commit made before a call while many callers share catch-up queries', { timeout: 60_000 }, async () => {
     const listener = new PostgresChangeListener(database.env['DATABASE_URL']!);
     try {

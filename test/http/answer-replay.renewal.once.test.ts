@@ -4,6 +4,7 @@
  * wait, one that fails. The app-level behaviour (what is renewed and what goes to the framework
  * with the real lookup and credentials) is in answer-replay.test.ts.
  */
+import type { ChangeSource } from '../../src/lib/change-scoped-cache.ts';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,7 +36,7 @@ async function replayingStandIn(renewalWaitMs = 1_000) {
     passedOn: [] as { heldMs: number }[],
   };
   const replay = new AnswerReplay(
-    { token: () => token, catchUp: () => undefined },
+    tokenSource(() => token),
     (...args) => state.reauthorize(...args),
     pino({ level: 'info' }, log.stream),
     { renewalWaitMs },
@@ -145,3 +146,8 @@ describe('answer replay renewals at their edges', () => {
     assert.match(String((warnings[0]!['err'] as { message: string }).message), /connection reset/);
   });
 });
+
+function tokenSource(token: () => number | undefined): ChangeSource {
+  const source: ChangeSource = { token, catchUp: () => undefined, about: () => source };
+  return source;
+}

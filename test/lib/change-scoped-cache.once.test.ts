@@ -154,5 +154,6 @@ describe('ChangeScopedCache', () => {
 });
 
 function tokenSource(token: () => number | undefined): ChangeSource {
-  return { token, catchUp: () => undefined };
+  const source: ChangeSource = { token, catchUp: () => undefined, about: () => source };
+  return source;
 }

@@ -1,3 +1,4 @@
+import type { ChangeSource } from '../../src/lib/change-scoped-cache.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
@@ -547,7 +548,8 @@ describe('SearchIndexes', () => {
     indexes.index('acme', 1);
     await settled(indexes);
     let token = 1;
-    indexes.watch({ token: () => token, catchUp: () => undefined }, 5);
+    const source: ChangeSource = { token: () => token, catchUp: () => undefined, about: () => source };
+    indexes.watch(source, 5);
     const added: ChangedUser = {
       seq: 11,
       id: 'u11',

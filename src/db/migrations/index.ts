@@ -16,6 +16,7 @@ import * as directoryWrites from './2026-11-25T0000-directory-writes.ts';
 import * as apiTokens from './2026-11-25T0100-api-tokens.ts';
 import * as scimLookups from './2026-11-25T0200-scim-lookups.ts';
 import * as loginFailuresPerClient from './2026-11-25T0300-login-failures-per-client.ts';
+import * as changeNoticesNameTheirTable from './2026-11-27T0000-change-notices-name-their-table.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -39,6 +40,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-25T0100-api-tokens': apiTokens,
   '2026-11-25T0200-scim-lookups': scimLookups,
   '2026-11-25T0300-login-failures-per-client': loginFailuresPerClient,
+  '2026-11-27T0000-change-notices-name-their-table': changeNoticesNameTheirTable,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

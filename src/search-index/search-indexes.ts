@@ -79,6 +79,8 @@ interface LoggedUpdate {
   from: number;
   to: number;
   changes: readonly { before: UserState | undefined; after: UserState }[];
+  /** The seqs of the users it changed. */
+  seqs: ReadonlySet<number>;
   replacedRooms: ReadonlySet<string>;
 }
 
@@ -276,17 +278,34 @@ export class SearchIndexes {
    * what changed since is known and misses the lookup).
    */
   unchangedFor(orgId: string, from: number, to: number, query: LookupQuery): boolean {
+    return this.#everyUpdate(orgId, from, to, query.roomId, (update) =>
+      update.changes.every(
+        ({ before, after }) =>
+          !mayMatch(after, query.terms, query.includeExternal, query.filter) &&
+          (before === undefined || !mayMatch(before, query.terms, query.includeExternal, query.filter)),
+      ),
+    );
+  }
+
+  /**
+   * Whether none of these users (seqs) changed between directory versions `from` and `to`, as a
+   * lookup in `roomId` shows them (their membership of it included): the organization's index is
+   * held at `to`, its log covers every update since `from`, and the room's member list was not
+   * replaced. A page of them read at `from` is then as they are at `to`.
+   */
+  usersUnchanged(orgId: string, from: number, to: number, roomId: string, seqs: readonly number[]): boolean {
+    return this.#everyUpdate(orgId, from, to, roomId, (update) => seqs.every((seq) => !update.seqs.has(seq)));
+  }
+
+  /** Whether the log of the organization's index (held at `to`) covers every update since `from`, none replaced the room's member list, and each passes `test`. */
+  #everyUpdate(orgId: string, from: number, to: number, roomId: string, test: (update: LoggedUpdate) => boolean): boolean {
     const ready = this.#ready.get(orgId);
     if (ready?.index.version !== to || ready.log === undefined) return false;
     let at = to;
     for (let k = ready.log.length - 1; k >= 0 && at > from; k--) {
       const update = ready.log[k]!;
       if (update.to !== at || update.from < from) return false;
-      if (update.replacedRooms.has(query.roomId)) return false;
-      for (const { before, after } of update.changes) {
-        if (mayMatch(after, query.terms, query.includeExternal, query.filter)) return false;
-        if (before !== undefined && mayMatch(before, query.terms, query.includeExternal, query.filter)) return false;
-      }
+      if (update.replacedRooms.has(roomId) || !test(update)) return false;
       at = update.from;
     }
     return at === from;
@@ -613,6 +632,7 @@ export class SearchIndexes {
         const was = held.index.userOf(user.seq);
         return { before: was < 0 ? undefined : held.index.stateOf(was), after: stateOfChange(user) };
       }),
+      seqs: new Set(result.changed.map((user) => user.seq)),
       replacedRooms: replaced,
     };
     this.#ready.delete(orgId);

@@ -37,6 +37,13 @@ import type { IndexSearch } from '../domain/search-index.ts';
 
 type LookupQueryFields = Static<typeof LookupQuery>;
 
+/** A lookup's latest answer: its version, its JSON, and the seqs and rows of its page when it was computed from the index. */
+interface LatestAnswer {
+  version: number;
+  json: Buffer;
+  page?: { seqs: readonly number[]; rows: readonly SignatoryRow[] };
+}
+
 /** The validated query of a lookup request: the schema's, with its defaults filled in. */
 export type LookupRequest = LookupQueryFields & Required<Pick<LookupQueryFields, 'page' | 'size' | 'sortBy' | 'sortDirection'>>;
 
@@ -81,7 +88,7 @@ export class SignatoryLookup {
    * change since can touch it (SearchIndexes.unchangedFor), so steady writes to an organization
    * do not make every lookup of it be computed again.
    */
-  readonly #latest = new LruCache<string, { version: number; json: Buffer }>(LATEST_CACHE_BYTES, (entry) => entry.json.byteLength);
+  readonly #latest = new LruCache<string, LatestAnswer>(LATEST_CACHE_BYTES, (entry) => entry.json.byteLength * (entry.page === undefined ? 1 : 2));
   /**
    * Answers being computed, by page key (of one version): after each write every connection asks
    * again at once, and one computation answers them all.
@@ -198,18 +205,36 @@ export class SignatoryLookup {
       const total = countWithoutTerms(keys);
       page = { total, seqs: query.offset >= total ? [] : found.index.pageWithoutTerms(query) };
     }
-    const rows = page.seqs.length === 0 ? [] : await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion);
+    const rows =
+      page.seqs.length === 0
+        ? []
+        : (this.#latestRows(keys, page.seqs) ?? (await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion)));
     if (rows === undefined) return undefined;
     this.#counts.set(cacheKey([keys.directoryVersion, criteria]), page.total);
-    return this.#kept(keys, pageRequest, page.total, rows);
+    return this.#kept(keys, pageRequest, page.total, rows, page.seqs);
   }
 
-  /** The answer's JSON, kept under its version and as the lookup's latest. */
-  #kept(keys: LookupKeys, pageRequest: { page: number; size: number }, total: number, rows: readonly SignatoryRow[]): Buffer {
+  /**
+   * The users of the lookup's latest answer, if its page holds the same users (`seqs`) and none
+   * of them changed since (SearchIndexes.usersUnchanged): under steady writes most pages stay as
+   * they were while their totals move, and need no read of their users.
+   */
+  #latestRows(keys: LookupKeys, seqs: readonly number[]): readonly SignatoryRow[] | undefined {
+    const latest = this.#latest.get(keys.query);
+    if (latest?.page === undefined || latest.version >= keys.directoryVersion) return undefined;
+    const kept = latest.page.seqs;
+    if (kept.length !== seqs.length || kept.some((seq, k) => seq !== seqs[k])) return undefined;
+    const { orgId, roomId } = keys.criteria;
+    return this.#indexes?.usersUnchanged(orgId, latest.version, keys.directoryVersion, roomId, seqs) === true ? latest.page.rows : undefined;
+  }
+
+  /** The answer's JSON, kept under its version and as the lookup's latest (with its users' seqs and rows, when known). */
+  #kept(keys: LookupKeys, pageRequest: { page: number; size: number }, total: number, rows: readonly SignatoryRow[], seqs?: readonly number[]): Buffer {
     const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
     this.#pages.set(keys.page, json);
     const latest = this.#latest.get(keys.query);
-    if (latest === undefined || latest.version < keys.directoryVersion) this.#latest.set(keys.query, { version: keys.directoryVersion, json });
+    if (latest === undefined || latest.version < keys.directoryVersion)
+      this.#latest.set(keys.query, { version: keys.directoryVersion, json, ...(seqs !== undefined ? { page: { seqs, rows } } : {}) });
     return json;
   }
 
@@ -221,7 +246,7 @@ export class SignatoryLookup {
     const query = { roomId: criteria.roomId, terms: criteria.terms, includeExternal: criteria.includeExternal, filter: criteria.filter };
     if (!this.#indexes.unchangedFor(criteria.orgId, latest.version, keys.directoryVersion, query)) return undefined;
     this.#pages.set(keys.page, latest.json);
-    this.#latest.set(keys.query, { version: keys.directoryVersion, json: latest.json });
+    this.#latest.set(keys.query, { ...latest, version: keys.directoryVersion });
     return latest.json;
   }
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { ChangeSource } from '../lib/change-scoped-cache.ts';
+import type { ChangeSource, ChangeTable } from '../lib/change-scoped-cache.ts';
 
 /** The channel the change-notices migration's triggers notify on. */
 export const CHANGE_CHANNEL = 'signroom_changes';
@@ -62,7 +62,7 @@ export class PostgresChangeListener implements ChangeSource {
   }
 
   /** Moves with the notices of these tables (and those naming none, and every (re)start): each count only grows, so their sum moves whenever one does. */
-  about(tables: readonly string[]): ChangeSource {
+  about(tables: readonly ChangeTable[]): ChangeSource {
     return {
       token: () => {
         if (this.token() === undefined) return undefined;

@@ -131,6 +131,8 @@ export interface RoomTable {
   members_changed_in?: number;
   /** The directory version that last added or removed one member (whose user is marked changed in it too). */
   members_edited_in?: number;
+  /** How many times one member was added or removed (a SCIM group's version tells its states apart by it). */
+  member_edits?: number;
   /** The identity provider's id of the SCIM group this room is (contract section 9). */
   external_id?: string | null;
   created_at: string;

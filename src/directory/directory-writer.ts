@@ -290,10 +290,12 @@ function scimColumns(user: UserWrite) {
  * to the same organization that wait meanwhile (group commit): the version is bumped first (404
  * `organization-not-found` for an unknown organization), the events of every change written last,
  * and each change sees those before it. Anything `work` throws rolls its change back, the version
- * and the events included: a batch in which a change fails is rolled back whole and each of its
- * changes run again alone, in order. A transaction that records no event changed nothing and is
- * rolled back too (no version spent, no cache emptied); its changes still answer with what they
- * read. Answers are given once the transaction has committed or rolled back.
+ * and the events included: a batch in which a change fails is rolled back whole and run again
+ * with that change alone (those before it together, those after it with the next batch), in
+ * order. A transaction that records no event changed nothing and is rolled back too (no version
+ * spent, no cache emptied); its changes still answer with what they read. Answers are given once
+ * the transaction has committed or rolled back. `work` must not itself ask for a change of the
+ * same organization: it would wait for its own batch.
  */
 export function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: Actor, work: (change: DirectoryChange) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -328,14 +330,21 @@ const organizationWrites = new WeakMap<Kysely<Database>, Map<string, PendingChan
 
 /** Runs the organization's waiting changes batch after batch until none waits. */
 async function writeInTurn(db: Kysely<Database>, orgId: string, writes: Map<string, PendingChange[]>, waiting: PendingChange[]): Promise<void> {
-  // Changes asked for in the same tick as the first join its batch.
-  await Promise.resolve();
-  while (waiting.length > 0) {
-    const batch = waiting[0]!.alone ? waiting.splice(0, 1) : waiting.splice(0, Math.min(BATCH_LIMIT, leadingTogether(waiting)));
-    const failed = await commitBatch(db, orgId, batch);
-    if (failed) waiting.unshift(...batch.map((change) => ({ ...change, alone: true })));
+  try {
+    // Changes asked for in the same tick as the first join its batch.
+    await Promise.resolve();
+    while (waiting.length > 0) {
+      const batch = waiting[0]!.alone ? waiting.splice(0, 1) : waiting.splice(0, Math.min(BATCH_LIMIT, leadingTogether(waiting)));
+      const failed = await commitBatch(db, orgId, batch);
+      // The changes before the one that failed run together again, it alone, those after it with the next.
+      if (failed !== undefined)
+        waiting.unshift(...batch.map((change, k) => (failed.at === undefined || k === failed.at ? { ...change, alone: true } : change)));
+    }
+  } finally {
+    writes.delete(orgId);
+    // Only if this loop broke (it should not): nothing is left waiting for an answer.
+    for (const change of waiting.splice(0)) change.reject(new Error('the directory writer stopped'));
   }
-  writes.delete(orgId);
 }
 
 /** How many changes at the head of the queue may run together (up to the first that must run alone). */
@@ -344,8 +353,12 @@ function leadingTogether(waiting: readonly PendingChange[]): number {
   return alone === -1 ? waiting.length : alone;
 }
 
-/** Runs `batch` in one transaction and answers each change; true when one of several failed (nothing committed: run each alone). */
-async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly PendingChange[]): Promise<boolean> {
+/**
+ * Runs `batch` in one transaction and answers each change. When a batch of several fails before
+ * its commit, nothing of it is committed or answered: the result says which change failed, if
+ * one did (else its last statements did), so that the batch is run again around it.
+ */
+async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly PendingChange[]): Promise<{ at: number | undefined } | undefined> {
   const results: unknown[] = [];
   try {
     await db.transaction().execute(async (trx) => {
@@ -354,37 +367,48 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
       if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
       const events: AuditEventRow[] = [];
       const tally: TallyMove[] = [];
-      for (const pending of batch) {
+      for (const [k, pending] of batch.entries()) {
         const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
         try {
           results.push(await pending.work(change));
         } catch (error) {
-          throw batch.length > 1 ? new BatchFailed() : error;
+          throw batch.length > 1 ? new BatchFailed(k) : error;
         }
         events.push(...change.events);
         for (const move of change.organizationTally) addMove(tally, move.kind, move.delta);
       }
       if (events.length === 0) throw new NothingChanged();
-      await addToOrganizationTally(
-        trx,
-        orgId,
-        tally.filter((move) => move.delta !== 0),
-      );
-      await insertAuditEvents(trx, events);
+      try {
+        await addToOrganizationTally(
+          trx,
+          orgId,
+          tally.filter((move) => move.delta !== 0),
+        );
+        await insertAuditEvents(trx, events);
+      } catch (error) {
+        throw batch.length > 1 ? new BatchFailed(undefined) : error;
+      }
     });
   } catch (error) {
-    if (error instanceof BatchFailed) return true;
+    if (error instanceof BatchFailed) return { at: error.at };
     if (!(error instanceof NothingChanged)) {
+      // The bump failed (an unknown organization, the database gone), or the commit.
       for (const pending of batch) pending.reject(error);
-      return false;
+      return undefined;
     }
   }
   batch.forEach((pending, index) => pending.resolve(results[index]));
-  return false;
+  return undefined;
 }
 
-/** One change of a batch failed: the batch is rolled back. */
-class BatchFailed extends Error {}
+/** A change of a batch failed (`at`: which one; undefined: the batch's last statements): the batch is rolled back. */
+class BatchFailed extends Error {
+  readonly at: number | undefined;
+  constructor(at: number | undefined) {
+    super('a change of the batch failed');
+    this.at = at;
+  }
+}
 /** No change of the transaction recorded an event: it is rolled back. */
 class NothingChanged extends Error {}
 

@@ -1,6 +1,9 @@
 import { LruCache } from './lru-cache.ts';
 import { SharedWork } from './shared-work.ts';
 
+/** The tables whose changes a ChangeSource tells of (PostgreSQL: the tables with the change-notice trigger). */
+export type ChangeTable = 'credentials' | 'login_failures' | 'organizations' | 'rooms' | 'api_tokens';
+
 /** Tells whether the database may have changed since a value was read from it. */
 export interface ChangeSource {
   /**
@@ -22,7 +25,7 @@ export interface ChangeSource {
    * The same source, telling only of commits that change one of these tables (PostgreSQL's
    * notices name their table; SQLite's file cannot tell, so any commit moves it).
    */
-  about(tables: readonly string[]): ChangeSource;
+  about(tables: readonly ChangeTable[]): ChangeSource;
 }
 
 /** A source that can never tell: nothing is kept. */

@@ -249,7 +249,7 @@ export async function changeMembership(trx: Transaction<Database>, change: Membe
     const { rows } = await sql<{ changed: number }>`
       with changed as (${membership}),
       tallied as (${tallyStatement(sql`select org_id, room_id from changed`, [{ kind: change.kind, delta }])}),
-      edited as (update rooms set members_edited_in = ${version} where org_id = ${orgId} and id = ${roomId} and exists (select 1 from changed)),
+      edited as (update rooms set members_edited_in = ${version}, member_edits = member_edits + 1 where org_id = ${orgId} and id = ${roomId} and exists (select 1 from changed)),
       marked as (update users set changed_in = ${version} where org_id = ${orgId} and id = ${userId} and exists (select 1 from changed))
       select count(*)::integer as changed from changed`.execute(trx);
     return rows[0]!.changed > 0;
@@ -276,7 +276,7 @@ export async function markMembersEdited(
   if (roomIds.length === 0) return;
   await trx
     .updateTable('rooms')
-    .set({ members_edited_in: version })
+    .set((eb) => ({ members_edited_in: version, member_edits: eb(eb.ref('member_edits'), '+', 1) }))
     .where('org_id', '=', orgId)
     .where('id', 'in', [...roomIds])
     .execute();

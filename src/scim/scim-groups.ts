@@ -17,21 +17,24 @@ import { groupFromScim, groupPatch, parseGroupFilter, toScimGroup, type GroupCha
 import { ScimError } from './scim-error.ts';
 import { asScim, LIST_RESPONSE_SCHEMA, type ScimList } from './scim-users.ts';
 
-/** Thrown inside a write that changed nothing, to roll it back. */
-
 export interface GroupLocations {
   group: (id: string) => string;
   user: (id: string) => string;
 }
 
-/** A room's version: its representation and when its members last changed (a member added and another removed keep the count). */
+/**
+ * A room's version: its representation and how its members last changed: the version of the
+ * last import that replaced them, and of the last change one by one with the count of such
+ * changes (changes that commit together share a directory version; a member added and another
+ * removed keep the member count).
+ */
 function versionOf(room: RoomRecord): string {
   return etagOf({
     id: room.id,
     name: room.name,
     externalId: room.external_id ?? null,
     updatedAt: room.updated_at,
-    members: [room.members_changed_in ?? 0, room.members_edited_in ?? 0, room.member_count],
+    members: [room.members_changed_in ?? 0, room.members_edited_in ?? 0, room.member_edits ?? 0, room.member_count],
   });
 }
 

@@ -88,7 +88,8 @@ export class SignatoryLookup {
    * change since can touch it (SearchIndexes.unchangedFor), so steady writes to an organization
    * do not make every lookup of it be computed again.
    */
-  readonly #latest = new LruCache<string, LatestAnswer>(LATEST_CACHE_BYTES, (entry) => entry.json.byteLength * (entry.page === undefined ? 1 : 2));
+  // Rows as objects take several times their JSON.
+  readonly #latest = new LruCache<string, LatestAnswer>(LATEST_CACHE_BYTES, (entry) => entry.json.byteLength * (entry.page === undefined ? 1 : 5));
   /**
    * Answers being computed, by page key (of one version): after each write every connection asks
    * again at once, and one computation answers them all.
@@ -106,7 +107,8 @@ export class SignatoryLookup {
   constructor(db: Kysely<Database>, maxPageSize: number, options: { changes?: ChangeSource; indexes?: SearchIndexes } = {}) {
     this.#db = db;
     this.#maxPageSize = maxPageSize;
-    // A lookup's scope is read from these tables (its tallies move with its organization's version).
+    // A lookup's scope is read from these tables, and from user_tallies, which every write changes
+    // in the transaction that bumps its organization's version (or deletes a room).
     this.#scopes = new ChangeScopedCache((options.changes ?? NO_CHANGE_SOURCE).about(['organizations', 'rooms']), SCOPE_CACHE_ENTRIES);
     this.#indexes = options.indexes;
     this.#pageUsers = new PageUserReads(db);

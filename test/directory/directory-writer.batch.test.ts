@@ -3,17 +3,17 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { changeDirectory } from '../../src/directory/directory-writer.ts';
-import { findUser } from '../../src/repositories/directory-repository.ts';
+import { findRoom, findUser } from '../../src/repositories/directory-repository.ts';
 import { ProblemError } from '../../src/errors.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
-import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { addApiToken, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const CLI = { actor: 'cli' };
 
 /**
  * Changes to one organization that wait for each other commit together (group commit): one
  * transaction, one directory version, each change seeing those before it. A change that fails
- * takes nothing of its batch with it: the batch is run again one change at a time.
+ * takes nothing of its batch with it: the batch is run again with that change alone.
  */
 describe('directory writer: changes that wait commit together', () => {
   let t: TestApp;
@@ -59,7 +59,7 @@ describe('directory writer: changes that wait commit together', () => {
     assert.equal(await orgTally(), users0 + 3);
   });
 
-  it('runs a batch again one change at a time when one of its changes fails: the others are kept, the failed one leaves nothing', async () => {
+  it('runs a batch again around a change that fails: the others are kept, the failed one leaves nothing', async () => {
     const [v0, e0, users0] = [await version(), await events(), await orgTally()];
     const outcomes = await Promise.allSettled([create('c1'), create('c2', 'c1@acme.example'), create('c3'), create('u1')]);
     assert.equal(outcomes[0].status, 'fulfilled');
@@ -70,7 +70,7 @@ describe('directory writer: changes that wait commit together', () => {
     assert.ok(exists instanceof ProblemError && exists.code === 'user-exists', String(exists));
     assert.equal(await findUser(handle.db, 'acme', 'c2'), undefined);
     assert.equal((await findUser(handle.db, 'acme', 'c3'))?.email, 'c3@acme.example');
-    // Alone, each change that succeeded spent a version of its own.
+    // Run again around each failure, each change that succeeded here spent a version of its own.
     assert.equal(await version(), v0 + 2);
     assert.equal(await events(), e0 + 2);
     assert.equal(await orgTally(), users0 + 2);
@@ -84,6 +84,42 @@ describe('directory writer: changes that wait commit together', () => {
     ]);
     assert.deepEqual([member, again], [false, false]);
     assert.equal(await version(), v0);
+  });
+
+  it('tells apart the states of a room that member changes of one batch leave (what a SCIM group ETag is made of)', async () => {
+    /** Member changes, and what the room's version (a SCIM group's ETag) is made of right after them, in their transaction. */
+    const members = (changes: [userId: string, add: boolean][]) =>
+      changeDirectory(handle.db, 'acme', CLI, async (change) => {
+        for (const [userId, add] of changes) {
+          const user = (await findUser(change.trx, 'acme', userId))!;
+          assert.ok(add ? await change.addMember('board', user) : await change.removeMember('board', user));
+        }
+        const room = (await findRoom(change.trx, 'acme', 'board'))!;
+        return JSON.stringify([room.members_changed_in, room.members_edited_in, room.member_edits, room.member_count, room.updated_at]);
+      });
+    await members([['b2', true]]);
+    const v0 = await version();
+    // One batch: b3 comes in; then c1 comes in and b2 goes out. The count, the directory version
+    // and the timestamp are the same after each.
+    const [afterAdd, afterSwap] = await Promise.all([
+      members([['b3', true]]),
+      members([
+        ['c1', true],
+        ['b2', false],
+      ]),
+    ]);
+    assert.equal(await version(), v0 + 1, 'one batch');
+    assert.notEqual(afterAdd, afterSwap);
+    const { secret } = await addApiToken(t, 'acme');
+    const group = await t.app.inject({ url: '/scim/v2/organizations/acme/Groups/board', headers: { authorization: `Bearer ${secret}` } });
+    assert.equal(group.statusCode, 200, group.body);
+    assert.deepEqual(
+      group
+        .json<{ members: { value: string }[] }>()
+        .members.map((m) => m.value)
+        .sort(),
+      ['b1', 'b3', 'c1', 'u1'],
+    );
   });
 
   it('answers every change of a batch for an unknown organization with 404', async () => {

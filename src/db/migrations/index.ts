@@ -17,6 +17,7 @@ import * as apiTokens from './2026-11-25T0100-api-tokens.ts';
 import * as scimLookups from './2026-11-25T0200-scim-lookups.ts';
 import * as loginFailuresPerClient from './2026-11-25T0300-login-failures-per-client.ts';
 import * as changeNoticesNameTheirTable from './2026-11-27T0000-change-notices-name-their-table.ts';
+import * as roomMemberEdits from './2026-11-27T0100-room-member-edits.ts';
 
 /** A migration that may differ by database (search index, column types). */
 interface DialectMigration {
@@ -41,6 +42,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-25T0200-scim-lookups': scimLookups,
   '2026-11-25T0300-login-failures-per-client': loginFailuresPerClient,
   '2026-11-27T0000-change-notices-name-their-table': changeNoticesNameTheirTable,
+  '2026-11-27T0100-room-member-edits': roomMemberEdits,
 };
 
 /** All migrations by name, in the order they run, for one database. Add new ones at the end. */

@@ -382,6 +382,12 @@ export class SearchIndexes {
     return ready?.index.version === version ? this.index(orgId, version) : undefined;
   }
 
+  /** Whether the organization's index is held at a version newer than `version` (it read changes committed since). */
+  heldAhead(orgId: string, version: number): boolean {
+    const held = this.#ready.get(orgId)?.index.version;
+    return held !== undefined && held > version;
+  }
+
   /** Whether the organization's index is held, at a version older than `version` (it will be brought up to it). */
   heldBehind(orgId: string, version: number): boolean {
     const held = this.#ready.get(orgId)?.index.version;

@@ -138,6 +138,7 @@ export class SignatoryLookup {
     const { orgId } = scopeKeys.criteria;
     const deadline = performance.now() + INDEX_CATCH_UP_MS;
     let keys = scopeKeys;
+    let scopeReadAgain = false;
     for (;;) {
       // Just after a change, the organization's in-memory index may be a moment from its version.
       const waited = (await this.#indexes?.catchUp(orgId, keys.directoryVersion, deadline - performance.now())) === true;
@@ -145,6 +146,16 @@ export class SignatoryLookup {
       if (carried !== undefined) return carried;
       const fromIndex = await this.#fromHeldIndex(keys, pageRequest, sort);
       if (fromIndex !== undefined) return fromIndex;
+      // Under steady writes the index, brought up to date, may hold a version committed after the
+      // scope was read: the scope read again (once) will most often be of the index's version, an
+      // answer a moment newer than asked for and a read instead of a snapshot transaction.
+      if (!scopeReadAgain && this.#indexes?.heldAhead(orgId, keys.directoryVersion) === true) {
+        scopeReadAgain = true;
+        keys = lookupKeys(await this.#scope(this.#db, orgId, keys.criteria.roomId), request, pageRequest, sort);
+        const cached = this.#pages.get(keys.page);
+        if (cached !== undefined) return cached;
+        continue;
+      }
       const answer = await this.#inSnapshot(keys, request, pageRequest, sort, waited && performance.now() < deadline);
       if (Buffer.isBuffer(answer)) return answer;
       keys = answer;

@@ -10,6 +10,7 @@ import { findAuditEvents, type AuditEventQuery } from '../repositories/audit-rep
 import {
   findOrganization,
   findRoom,
+  findRoomAndUser,
   findUser,
   listOrganizations,
   listRooms,
@@ -341,8 +342,9 @@ export class DirectoryService {
   /** Adds (`add`) or removes a member; idempotent. */
   async setMember(orgId: string, roomId: string, userId: string, add: boolean, actor: Actor): Promise<void> {
     await changeDirectory(this.#db, orgId, actor, async (change: DirectoryChange) => {
-      await this.#existingRoom(change.trx, orgId, roomId);
-      const user = await this.#existingUser(change.trx, orgId, userId);
+      const { roomExists, user } = await findRoomAndUser(change.trx, orgId, roomId, userId);
+      if (!roomExists) await this.#existingRoom(change.trx, orgId, roomId);
+      if (user === undefined) throw userNotFound(orgId, userId);
       // Nothing changed records no event: the writer spends no version on it.
       if (add) await change.addMember(roomId, user);
       else await change.removeMember(roomId, user);
@@ -371,7 +373,7 @@ export class DirectoryService {
     const row = await findUser(db, orgId, userId);
     if (row !== undefined) return row;
     await this.#assertScope(orgId, undefined, db);
-    throw new ProblemError('user-not-found', `User "${userId}" does not exist in organization "${orgId}".`);
+    throw userNotFound(orgId, userId);
   }
 
   async #existingRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {
@@ -386,6 +388,10 @@ export class DirectoryService {
     if (roomId !== undefined) await this.#existingRoom(db, orgId, roomId);
     else if ((await findOrganization(db, orgId)) === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
   }
+}
+
+function userNotFound(orgId: string, userId: string): ProblemError {
+  return new ProblemError('user-not-found', `User "${userId}" does not exist in organization "${orgId}".`);
 }
 
 function fieldOf(row: UserRecord, key: keyof UserWrite): unknown {

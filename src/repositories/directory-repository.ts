@@ -99,6 +99,24 @@ export async function findUser(db: Kysely<Database>, orgId: string, userId: stri
   return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).where('status', '<>', 'deleted').executeTakeFirst();
 }
 
+/**
+ * Whether the room exists, and the user with this id (not deleted) if there is one: one statement,
+ * for a member change, made while the organization's writers wait for it.
+ */
+export async function findRoomAndUser(
+  db: Kysely<Database>,
+  orgId: string,
+  roomId: string,
+  userId: string,
+): Promise<{ roomExists: boolean; user: UserRecord | undefined }> {
+  const { rows } = await sql<Partial<UserRecord> & { room_exists: boolean | number }>`
+    select u.*, exists (select 1 from rooms r where r.org_id = ${orgId} and r.id = ${roomId}) as room_exists
+    from (select 1 as one) probe
+    left join users u on u.org_id = ${orgId} and u.id = ${userId} and u.status <> 'deleted'`.execute(db);
+  const { room_exists: roomExists, ...user } = rows[0]!;
+  return { roomExists: roomExists === true || roomExists === 1, user: user.id === null || user.id === undefined ? undefined : (user as UserRecord) };
+}
+
 /** The stored row of this id, deleted or not (a deleted user's id may be taken again). */
 export async function findUserRow(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord | undefined> {
   return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).executeTakeFirst();

@@ -246,11 +246,11 @@ export async function changeMembership(trx: Transaction<Database>, change: Membe
     ? sql`insert into room_members (org_id, room_id, user_id) values (${orgId}, ${roomId}, ${userId}) on conflict do nothing returning org_id, room_id`
     : sql`delete from room_members where org_id = ${orgId} and room_id = ${roomId} and user_id = ${userId} returning org_id, room_id`;
   if (dialectOf(trx) === 'postgres') {
+    const marks = membersEditedStatements(trx, orgId, [roomId], version, userId, sql<boolean>`exists (select 1 from changed)`);
     const { rows } = await sql<{ changed: number }>`
       with changed as (${membership}),
       tallied as (${tallyStatement(sql`select org_id, room_id from changed`, [{ kind: change.kind, delta }])}),
-      edited as (update rooms set members_edited_in = ${version}, member_edits = member_edits + 1 where org_id = ${orgId} and id = ${roomId} and exists (select 1 from changed)),
-      marked as (update users set changed_in = ${version} where org_id = ${orgId} and id = ${userId} and exists (select 1 from changed))
+      ${sql.join(marks.map((statement, k) => sql`${sql.id(`marked${k}`)} as (${statement})`))}
       select count(*)::integer as changed from changed`.execute(trx);
     return rows[0]!.changed > 0;
   }
@@ -274,13 +274,34 @@ export async function markMembersEdited(
   userId?: string,
 ): Promise<void> {
   if (roomIds.length === 0) return;
-  await trx
+  for (const statement of membersEditedStatements(trx, orgId, roomIds, version, userId)) await statement.execute();
+}
+
+/** The statements of markMembersEdited, each only where `onlyIf` holds when given (as a part of a PostgreSQL WITH). */
+function membersEditedStatements(
+  trx: Transaction<Database>,
+  orgId: string,
+  roomIds: readonly string[],
+  version: number,
+  userId?: string,
+  onlyIf?: RawBuilder<boolean>,
+) {
+  const rooms = trx
     .updateTable('rooms')
     .set((eb) => ({ members_edited_in: version, member_edits: eb(eb.ref('member_edits'), '+', 1) }))
     .where('org_id', '=', orgId)
     .where('id', 'in', [...roomIds])
-    .execute();
-  if (userId !== undefined) await trx.updateTable('users').set({ changed_in: version }).where('org_id', '=', orgId).where('id', '=', userId).execute();
+    .$if(onlyIf !== undefined, (update) => update.where(onlyIf!));
+  if (userId === undefined) return [rooms];
+  return [
+    rooms,
+    trx
+      .updateTable('users')
+      .set({ changed_in: version })
+      .where('org_id', '=', orgId)
+      .where('id', '=', userId)
+      .$if(onlyIf !== undefined, (update) => update.where(onlyIf!)),
+  ];
 }
 
 /**

@@ -107,6 +107,16 @@ async function tabTo(page: Page, target: Locator, limit = 60): Promise<void> {
   assert.fail(`${String(target)} was not reached in ${limit} presses of Tab`);
 }
 
+/** Waits until `target` has the focus. */
+async function expectFocused(page: Page, target: Locator): Promise<void> {
+  const handle = await target.elementHandle();
+  try {
+    await page.waitForFunction((element) => element === document.activeElement, handle, { timeout: 5_000 });
+  } catch {
+    assert.fail(`${String(target)} did not get the focus`);
+  }
+}
+
 function names(page: Page): Promise<string[]> {
   return page.locator('tbody tr td:first-child').allTextContents();
 }
@@ -517,8 +527,10 @@ describe('admin console', () => {
     const jpeg = await sharp({ create: { width: 60, height: 80, channels: 3, background: '#aa3311' } })
       .jpeg()
       .toBuffer();
-    await tabTo(page, page.getByLabel('Upload document'));
+    // Listening first: Playwright turns on Chromium's file chooser interception without waiting for
+    // it, and a key press sent right behind could open the chooser before it is intercepted.
     const chooser = page.waitForEvent('filechooser');
+    await tabTo(page, page.getByLabel('Upload document'));
     await page.keyboard.press('Space');
     await (await chooser).setFiles({ name: 'Photo of the signature.jpg', mimeType: 'image/jpeg', buffer: jpeg });
     await expectThumbnail(page, 'Photo of the signature.jpg');
@@ -533,7 +545,9 @@ describe('admin console', () => {
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await tabTo(page, page.getByRole('button', { name: 'Add user' }));
     await page.keyboard.press('Enter');
-    await tabTo(page, page.getByRole('textbox', { name: 'First name' }));
+    // The form opens with focus in its first field (after its first paint: Tab pressed before that
+    // would race it).
+    await expectFocused(page, page.getByRole('textbox', { name: 'First name' }));
     await page.keyboard.type('Kim');
     await tabTo(page, page.getByRole('textbox', { name: 'Last name' }));
     await page.keyboard.type('Keyboard');

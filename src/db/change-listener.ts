@@ -10,7 +10,7 @@ const HEARTBEAT_MS = 2000;
 const ANSWER_WITHIN_MS = 2000;
 /** Pause before connecting again after the connection was lost. */
 const RECONNECT_AFTER_MS = 1000;
-/** The catch-up and heartbeat query: which server process answers, and whether it listens. */
+/** The heartbeat query: which server process answers, and whether it listens. */
 const LISTENING_QUERY = `select pg_backend_pid() as pid, '${CHANGE_CHANNEL}' = any(array(select pg_listening_channels())) as listening`;
 
 /**
@@ -23,11 +23,14 @@ const LISTENING_QUERY = `select pg_backend_pid() as pid, '${CHANGE_CHANNEL}' = a
  * that never asks (the CLI) never opens the connection.
  *
  * A notice arrives a moment after its commit, so catchUp(asOf) makes sure a
- * trivial query sent on the listening connection after that moment has been
- * answered: PostgreSQL delivers every notice of a transaction committed before
- * the query arrived ahead of its answer. Callers share queries: one out now
- * serves every moment before it was sent, and calls made meanwhile for later
- * moments share the next one, so many concurrent requests cost one round trip.
+ * Sync message (the protocol's barrier: no statement, no transaction) sent on
+ * the listening connection after that moment has been answered: PostgreSQL
+ * delivers every notice of a transaction committed before the message arrived
+ * ahead of its ReadyForQuery. Callers share them: the latest one sent serves
+ * every moment before it was sent, so the requests of one turn of the event
+ * loop cost one round trip, and one sent behind another does not wait for it.
+ * A trivial query would do the same at several times the cost on both ends (a
+ * statement parsed, planned and run in a transaction; a query object here).
  */
 export class PostgresChangeListener implements ChangeSource {
   readonly #connectionString: string;
@@ -42,9 +45,12 @@ export class PostgresChangeListener implements ChangeSource {
   #timer: NodeJS.Timeout | undefined;
   /** The server process that listens (`pg_backend_pid()`): a catch-up answered by another proves nothing. */
   #listenerPid: number | undefined;
-  /** The catch-up query out now (with when it was sent), and the one that callers since then wait for. */
-  #asking: { sentAt: number; answered: Promise<void> } | undefined;
-  #nextAsk: Promise<void> | undefined;
+  /** The Sync messages out, in the order sent, each with when: each ReadyForQuery answers the first. */
+  readonly #syncs: { sentAt: number; answered: Promise<void>; resolve: () => void }[] = [];
+  /** Counts a connection lost when the first Sync out is not answered in time. */
+  #stallTimer: NodeJS.Timeout | undefined;
+  /** The heartbeat's query, out or waiting for the Syncs before it (no Sync is sent meanwhile). */
+  #heartbeat: Promise<void> | undefined;
   /** When the latest answered catch-up query (or LISTEN) was sent: every notice committed before then has arrived. */
   #caughtUpTo = -Infinity;
 
@@ -77,28 +83,49 @@ export class PostgresChangeListener implements ChangeSource {
 
   catchUp(asOf: number): Promise<void> | undefined {
     if (this.token() === undefined || this.#caughtUpTo >= asOf) return undefined;
-    if (this.#asking === undefined) return this.#ask();
-    if (this.#asking.sentAt >= asOf) return this.#asking.answered;
-    // The query out now was sent before the moment this caller must see.
-    this.#nextAsk ??= this.#asking.answered.then(() => {
-      this.#nextAsk = undefined;
-      return this.#ask();
-    });
-    return this.#nextAsk;
+    // The heartbeat's query is sent once the Syncs before it are answered; it answers for them all.
+    if (this.#heartbeat !== undefined) return this.#heartbeat.then(() => this.catchUp(asOf));
+    const latest = this.#syncs.at(-1);
+    if (latest !== undefined && latest.sentAt >= asOf) return latest.answered;
+    return this.#sync();
   }
 
-  /** One trivial query on the listening connection; a connection that fails or stalls counts as lost. */
-  #ask(): Promise<void> {
+  /** A Sync message on the listening connection, answered in turn by #answeredInTurn. */
+  #sync(): Promise<void> {
     const client = this.#client;
-    const sentAt = performance.now();
-    const answered = (client === undefined || !this.#listening ? Promise.resolve(false) : this.#answered(client))
-      .catch(() => false)
-      .then((ok) => {
-        if (this.#asking?.answered === answered) this.#asking = undefined;
-        if (ok && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
-      });
-    this.#asking = { sentAt, answered };
+    if (client === undefined || !this.#listening) return Promise.resolve();
+    let resolve!: () => void;
+    const answered = new Promise<void>((done) => (resolve = done));
+    this.#syncs.push({ sentAt: performance.now(), answered, resolve });
+    client.connection.sync();
+    this.#stallTimer ??= setTimeout(() => this.#checkStall(client), ANSWER_WITHIN_MS).unref();
     return answered;
+  }
+
+  /** A ReadyForQuery on the listening connection: the answer to the first Sync out (none: a query's own). */
+  #answeredInTurn(client: pg.Client): void {
+    if (this.#client !== client) return;
+    const answered = this.#syncs.shift();
+    if (answered === undefined) return;
+    this.#caughtUpTo = Math.max(this.#caughtUpTo, answered.sentAt);
+    answered.resolve();
+  }
+
+  /** A connection whose first Sync out is unanswered after ANSWER_WITHIN_MS counts as lost (a network cut sends no error). */
+  #checkStall(client: pg.Client): void {
+    this.#stallTimer = undefined;
+    const first = this.#syncs[0];
+    if (first === undefined || this.#client !== client) return;
+    const late = performance.now() - first.sentAt;
+    if (late >= ANSWER_WITHIN_MS) this.#lost(client);
+    else this.#stallTimer = setTimeout(() => this.#checkStall(client), ANSWER_WITHIN_MS - late).unref();
+  }
+
+  /** Answers every Sync out (the connection is gone: their callers find no token and keep nothing). */
+  #releaseSyncs(): void {
+    clearTimeout(this.#stallTimer);
+    this.#stallTimer = undefined;
+    for (const sync of this.#syncs.splice(0)) sync.resolve();
   }
 
   /**
@@ -151,6 +178,7 @@ export class PostgresChangeListener implements ChangeSource {
     });
     // Lost: stop keeping anything at once, then try again.
     client.on('error', () => this.#lost(client));
+    client.connection.on('readyForQuery', () => this.#answeredInTurn(client));
     client.on('end', () => this.#lost(client));
     let listenSentAt: number;
     try {
@@ -173,11 +201,18 @@ export class PostgresChangeListener implements ChangeSource {
 
   /**
    * A connection that stops answering (a network cut sends no error) counts as lost, even while
-   * no request asks; a beat is skipped while a catch-up query (which checks the same) is out.
+   * no request asks, and one answered by another server process is given up (#answered). The
+   * query goes out once the Syncs before it are answered (node-postgres must not take their
+   * ReadyForQuery for its own); catch-ups meanwhile wait for it, and it answers for them.
    */
   #scheduleHeartbeat(client: pg.Client): void {
     this.#timer = setTimeout(() => {
-      const beat = this.#asking === undefined ? this.#answered(client) : Promise.resolve(true);
+      const beat = (this.#heartbeat = (async () => {
+        await this.#syncs.at(-1)?.answered;
+        const sentAt = performance.now();
+        if (this.#client === client && (await this.#answered(client)) && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
+        this.#heartbeat = undefined;
+      })());
       void beat.then(() => {
         if (this.#client === client) this.#scheduleHeartbeat(client);
       });
@@ -212,6 +247,7 @@ export class PostgresChangeListener implements ChangeSource {
     this.#client = undefined;
     this.#listening = false;
     this.#caughtUpTo = -Infinity;
+    this.#releaseSyncs();
     if (client === undefined) return;
     client.removeAllListeners('notification');
     // Ending a broken connection may fail or never finish; the socket is closed either way.

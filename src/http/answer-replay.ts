@@ -160,9 +160,10 @@ export class AnswerReplay {
     const arrivedAt = performance.now();
     await afterPendingReads();
     const caughtUp = this.#changes.catchUp(arrivedAt);
+    // Hashed while the catch-up (on PostgreSQL, a round trip) is out.
+    const key = this.#key(request);
     if (caughtUp !== undefined) await caughtUp;
     const token = this.#changes.token(arrivedAt);
-    const key = this.#key(request);
     let kept = token === undefined || this.#stopped ? undefined : this.#answers.get(key);
     if (kept !== undefined && (kept.token !== token || kept.validUntil <= this.#now())) kept = await this.#renewed(key, kept, token!, arrivedAt, request);
     // Stopped while waiting: the framework answers (503, closing the connection).

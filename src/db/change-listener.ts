@@ -43,7 +43,7 @@ export class PostgresChangeListener implements ChangeSource {
   #started = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
-  /** The server process that listens (`pg_backend_pid()`): a catch-up answered by another proves nothing. */
+  /** The server process that listens (`pg_backend_pid()`): a heartbeat answered by another proves nothing. */
   #listenerPid: number | undefined;
   /** The Sync messages out, in the order sent, each with when: each ReadyForQuery answers the first. */
   readonly #syncs: { sentAt: number; answered: Promise<void>; resolve: () => void }[] = [];
@@ -97,7 +97,9 @@ export class PostgresChangeListener implements ChangeSource {
     let resolve!: () => void;
     const answered = new Promise<void>((done) => (resolve = done));
     this.#syncs.push({ sentAt: performance.now(), answered, resolve });
-    client.connection.sync();
+    // A connection that can no longer be written to would never answer it.
+    if (!client.connection.stream.writable) this.#lost(client);
+    else client.connection.sync();
     this.#stallTimer ??= setTimeout(() => this.#checkStall(client), ANSWER_WITHIN_MS).unref();
     return answered;
   }
@@ -185,7 +187,13 @@ export class PostgresChangeListener implements ChangeSource {
       await client.connect();
       listenSentAt = performance.now();
       await client.query(`LISTEN ${CHANGE_CHANNEL}`);
-      this.#listenerPid = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid;
+      const [answer] = (await client.query<{ pid: number; listening: boolean }>(LISTENING_QUERY)).rows;
+      // Catch-ups are Sync messages, which cannot tell who answers: the first check is made here.
+      if (answer?.listening !== true) {
+        this.#giveUp(client);
+        return;
+      }
+      this.#listenerPid = answer.pid;
     } catch {
       this.#lost(client);
       return;
@@ -207,17 +215,22 @@ export class PostgresChangeListener implements ChangeSource {
    */
   #scheduleHeartbeat(client: pg.Client): void {
     this.#timer = setTimeout(() => {
-      const beat = (this.#heartbeat = (async () => {
-        await this.#syncs.at(-1)?.answered;
-        const sentAt = performance.now();
-        if (this.#client === client && (await this.#answered(client)) && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
-        this.#heartbeat = undefined;
-      })());
+      const beat = this.#beat(client);
+      this.#heartbeat = beat;
+      // Registered first, so it runs before the catch-ups waiting on the beat look again.
       void beat.then(() => {
+        if (this.#heartbeat === beat) this.#heartbeat = undefined;
         if (this.#client === client) this.#scheduleHeartbeat(client);
       });
     }, HEARTBEAT_MS);
     this.#timer.unref();
+  }
+
+  /** The heartbeat's query, once the Syncs out are answered; never rejects. */
+  async #beat(client: pg.Client): Promise<void> {
+    await this.#syncs.at(-1)?.answered;
+    const sentAt = performance.now();
+    if (this.#client === client && (await this.#answered(client)) && this.#client === client) this.#caughtUpTo = Math.max(this.#caughtUpTo, sentAt);
   }
 
   /** Stops listening for good: a warning once, and nothing kept between requests from now on. */
@@ -247,6 +260,7 @@ export class PostgresChangeListener implements ChangeSource {
     this.#client = undefined;
     this.#listening = false;
     this.#caughtUpTo = -Infinity;
+    this.#heartbeat = undefined;
     this.#releaseSyncs();
     if (client === undefined) return;
     client.removeAllListeners('notification');

@@ -108,12 +108,11 @@ async function tabTo(page: Page, target: Locator, limit = 60): Promise<void> {
 }
 
 /** Waits until `target` has the focus. */
-async function expectFocused(page: Page, target: Locator): Promise<void> {
-  const handle = await target.elementHandle();
-  try {
-    await page.waitForFunction((element) => element === document.activeElement, handle, { timeout: 5_000 });
-  } catch {
-    assert.fail(`${String(target)} did not get the focus`);
+async function expectFocused(target: Locator): Promise<void> {
+  const until = performance.now() + 5_000;
+  while (!(await target.evaluate((element) => element === document.activeElement))) {
+    if (performance.now() > until) assert.fail(`${String(target)} did not get the focus`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -547,7 +546,7 @@ describe('admin console', () => {
     await page.keyboard.press('Enter');
     // The form opens with focus in its first field (after its first paint: Tab pressed before that
     // would race it).
-    await expectFocused(page, page.getByRole('textbox', { name: 'First name' }));
+    await expectFocused(page.getByRole('textbox', { name: 'First name' }));
     await page.keyboard.type('Kim');
     await tabTo(page, page.getByRole('textbox', { name: 'Last name' }));
     await page.keyboard.type('Keyboard');

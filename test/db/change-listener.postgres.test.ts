@@ -120,13 +120,14 @@ describe('PostgreSQL change notices', () => {
     const listener = new PostgresChangeListener(database.env['DATABASE_URL']!);
     try {
       await listening(listener);
-      const lastStatement = async () =>
+      const listenerBackend = async () =>
         (
-          await writer.query<{ query: string }>(
-            `SELECT query FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'signroom-changes'`,
+          await writer.query<{ pid: number; query: string; query_start: Date }>(
+            `SELECT pid, query, query_start FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'signroom-changes'`,
           )
-        ).rows[0]?.query;
-      assert.equal(await lastStatement(), 'select pg_backend_pid() as pid');
+        ).rows[0];
+      const first = await listenerBackend();
+      assert.match(first?.query ?? '', /pg_listening_channels/);
       const started = performance.now();
       // Callers that keep a catch-up query out nearly all the time, so that a caller often finds
       // one that was sent before its moment (and must wait for the next one).
@@ -144,6 +145,7 @@ describe('PostgreSQL change notices', () => {
         await Promise.all(
           Array.from({ length: 6 }, async () => {
             await listener.catchUp(asOf);
+            assert.equal(typeof listener.token(), 'number', `round ${round}: still listening`);
             assert.notEqual(listener.token(), before, `round ${round}`);
             checks += 1;
           }),
@@ -152,9 +154,11 @@ describe('PostgreSQL change notices', () => {
       running = false;
       await Promise.all(busy);
       assert.equal(checks, rounds * 6);
-      assert.notEqual(listener.token(), undefined, 'still listening');
-      // The heartbeat asked which process answers (Sync messages are no statements).
-      assert.match((await lastStatement()) ?? '', /pg_listening_channels/);
+      // On the same connection throughout, which ran a heartbeat's statement since (Syncs are none).
+      const last = await listenerBackend();
+      assert.equal(last?.pid, first?.pid);
+      assert.match(last?.query ?? '', /pg_listening_channels/);
+      assert.ok(last!.query_start > first!.query_start, 'a heartbeat ran among the Syncs');
     } finally {
       await listener.close();
     }

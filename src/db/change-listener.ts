@@ -51,7 +51,7 @@ export class PostgresChangeListener implements ChangeSource {
   #stallTimer: NodeJS.Timeout | undefined;
   /** The heartbeat's query, out or waiting for the Syncs before it (no Sync is sent meanwhile). */
   #heartbeat: Promise<void> | undefined;
-  /** When the latest answered catch-up query (or LISTEN) was sent: every notice committed before then has arrived. */
+  /** When the latest answered Sync, heartbeat query or LISTEN was sent: every notice committed before then has arrived. */
   #caughtUpTo = -Infinity;
 
   constructor(connectionString: string) {
@@ -98,8 +98,11 @@ export class PostgresChangeListener implements ChangeSource {
     const answered = new Promise<void>((done) => (resolve = done));
     this.#syncs.push({ sentAt: performance.now(), answered, resolve });
     // A connection that can no longer be written to would never answer it.
-    if (!client.connection.stream.writable) this.#lost(client);
-    else client.connection.sync();
+    if (!client.connection.stream.writable) {
+      this.#lost(client);
+      return answered;
+    }
+    client.connection.sync();
     this.#stallTimer ??= setTimeout(() => this.#checkStall(client), ANSWER_WITHIN_MS).unref();
     return answered;
   }

@@ -101,16 +101,20 @@ async function expectThumbnail(page: Page, name: string): Promise<void> {
 /** Presses Tab until `target` has the focus, as a keyboard user would reach it. */
 async function tabTo(page: Page, target: Locator, limit = 60): Promise<void> {
   for (let presses = 0; presses < limit; presses++) {
-    if (await target.evaluate((element) => element === document.activeElement)) return;
+    if (await hasFocus(target)) return;
     await page.keyboard.press('Tab');
   }
   assert.fail(`${String(target)} was not reached in ${limit} presses of Tab`);
 }
 
+function hasFocus(target: Locator): Promise<boolean> {
+  return target.evaluate((element) => element === document.activeElement);
+}
+
 /** Waits until `target` has the focus. */
 async function expectFocused(target: Locator): Promise<void> {
   const until = performance.now() + 5_000;
-  while (!(await target.evaluate((element) => element === document.activeElement))) {
+  while (!(await hasFocus(target))) {
     if (performance.now() > until) assert.fail(`${String(target)} did not get the focus`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -6,6 +6,7 @@ import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import type { Config, SqliteMemory } from '../config.ts';
 import type { DialectName } from './dialect.ts';
+import { nameStatementsOf } from './prepared-statements.ts';
 import { PostgresChangeListener } from './change-listener.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { DatabaseUnavailableError, isDatabaseUnreachable, SchemaNewerError } from './database-errors.ts';
@@ -103,6 +104,7 @@ function openPostgres(url: string, poolSize: number, changeNotices: boolean): Da
     // A SET, not a startup option, which poolers such as PgBouncer refuse. Queued before any
     // query on the new connection; if it fails, the connection works as before, only slower.
     client.query('SET jit = off').catch(() => undefined);
+    nameStatementsOf(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   if (!changeNotices) return handle(db, 'postgres', describePostgresUrl(url), NO_CHANGE_SOURCE);

@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, RoomTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
+import { preparedStatements } from '../db/prepared-statements.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findHolders, findUserRow, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
@@ -11,9 +12,10 @@ import {
   changeMembership,
   listDirectoryVersions,
   markMembersEdited,
+  recordBatch,
   type MembershipChange,
 } from '../repositories/directory-write-repository.ts';
-import { addToOrganizationTally, moveInTallies, sameKind, type TallyKind, type TallyMove } from '../repositories/user-tally-repository.ts';
+import { moveInTallies, sameKind, type TallyKind, type TallyMove } from '../repositories/user-tally-repository.ts';
 import type { UserFields } from '../domain/directory-entities.ts';
 import { userRow } from './directory-rows.ts';
 
@@ -361,34 +363,37 @@ function leadingTogether(waiting: readonly PendingChange[]): number {
 async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly PendingChange[]): Promise<{ at: number | undefined } | undefined> {
   const results: unknown[] = [];
   try {
-    await db.transaction().execute(async (trx) => {
-      const at = new Date().toISOString();
-      const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
-      if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-      const events: AuditEventRow[] = [];
-      const tally: TallyMove[] = [];
-      for (const [k, pending] of batch.entries()) {
-        const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
-        try {
-          results.push(await pending.work(change));
-        } catch (error) {
-          throw batch.length > 1 ? new BatchFailed(k) : error;
+    // Statements by key, the same in every batch: named, parsed once per connection (prepared-statements.ts).
+    await preparedStatements(() =>
+      db.transaction().execute(async (trx) => {
+        const at = new Date().toISOString();
+        const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
+        if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+        const events: AuditEventRow[] = [];
+        const tally: TallyMove[] = [];
+        for (const [k, pending] of batch.entries()) {
+          const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
+          try {
+            results.push(await pending.work(change));
+          } catch (error) {
+            throw batch.length > 1 ? new BatchFailed(k) : error;
+          }
+          events.push(...change.events);
+          for (const move of change.organizationTally) addMove(tally, move.kind, move.delta);
         }
-        events.push(...change.events);
-        for (const move of change.organizationTally) addMove(tally, move.kind, move.delta);
-      }
-      if (events.length === 0) throw new NothingChanged();
-      try {
-        await addToOrganizationTally(
-          trx,
-          orgId,
-          tally.filter((move) => move.delta !== 0),
-        );
-        await insertAuditEvents(trx, events);
-      } catch (error) {
-        throw batch.length > 1 ? new BatchFailed(undefined) : error;
-      }
-    });
+        if (events.length === 0) throw new NothingChanged();
+        try {
+          await recordBatch(
+            trx,
+            orgId,
+            tally.filter((move) => move.delta !== 0),
+            events,
+          );
+        } catch (error) {
+          throw batch.length > 1 ? new BatchFailed(undefined) : error;
+        }
+      }),
+    );
   } catch (error) {
     if (error instanceof BatchFailed) return { at: error.at };
     if (!(error instanceof NothingChanged)) {

@@ -5,10 +5,12 @@ import type { AuditEventTable, Database } from '../db/tables.ts';
 /** An audit event as written: everything but the generated `seq`. */
 export type AuditEventRow = Omit<AuditEventTable, 'seq'>;
 
+/** Events written by one statement at most: well under SQLite's 32,766 bound parameters (an import of many organizations has an event each). */
+export const AUDIT_EVENTS_PER_STATEMENT = 1000;
+
 /** Records events; called in the transaction of the change they record. */
 export async function insertAuditEvents(db: Kysely<Database>, rows: readonly AuditEventRow[]): Promise<void> {
-  // Batches well under SQLite's 32,766 bound parameters (an import of many organizations has an event each).
-  for (const batch of chunks(rows, 1000)) await db.insertInto('audit_events').values(batch).execute();
+  for (const batch of chunks(rows, AUDIT_EVENTS_PER_STATEMENT)) await db.insertInto('audit_events').values(batch).execute();
 }
 
 /** What the audit-events route filters on; `since` and `until` are ISO 8601 instants (inclusive, exclusive). */

@@ -2,6 +2,7 @@ import { chunks } from '../db/chunks.ts';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { containsAllTerms } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
+import { preparedStatements } from '../db/prepared-statements.ts';
 import type { Database, OrganizationTable, RoomTable, UserTable } from '../db/tables.ts';
 import type { Tally } from '../domain/signatory-rules.ts';
 
@@ -29,22 +30,25 @@ export async function findLookupScope(
   orgId: string,
   roomId: string,
 ): Promise<{ organization: OrganizationRow; roomExists: boolean; tallies: { organization: Tally[]; members: Tally[] } } | undefined> {
-  const rows = await db
-    .selectFrom('organizations as o')
-    .leftJoin('user_tallies as t', (join) => join.onRef('t.org_id', '=', 'o.id').on('t.room_id', 'in', ['', roomId]))
-    .select((eb) => [
-      'o.id',
-      'o.external_signatories',
-      'o.directory_version',
-      eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
-      't.room_id',
-      't.external',
-      't.needs_invite',
-      't.candidate',
-      't.users',
-    ])
-    .where('o.id', '=', orgId)
-    .execute();
+  // By key, read again after every commit to the organization: named (prepared-statements.ts).
+  const rows = await preparedStatements(() =>
+    db
+      .selectFrom('organizations as o')
+      .leftJoin('user_tallies as t', (join) => join.onRef('t.org_id', '=', 'o.id').on('t.room_id', 'in', ['', roomId]))
+      .select((eb) => [
+        'o.id',
+        'o.external_signatories',
+        'o.directory_version',
+        eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
+        't.room_id',
+        't.external',
+        't.needs_invite',
+        't.candidate',
+        't.users',
+      ])
+      .where('o.id', '=', orgId)
+      .execute(),
+  );
   const row = rows[0];
   if (row === undefined) return undefined;
   const tallies: { organization: Tally[]; members: Tally[] } = { organization: [], members: [] };

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { chunks } from '../db/chunks.ts';
 import { notIndexed } from '../db/dialect-sql.ts';
 import { dialectOf } from '../db/dialect.ts';
+import { preparedStatements } from '../db/prepared-statements.ts';
 import type { Database } from '../db/tables.ts';
 import type { ChangedUser, IndexedUser } from '../domain/search-index.ts';
 import { isCandidateStatus, sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
@@ -215,7 +216,10 @@ export interface OrganizationChanges {
  * transaction of those reads made seven. Undefined for an unknown organization.
  */
 export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<OrganizationChanges | undefined> {
-  const { rows } = await sql<{ version: number | string; users: number | string; changed: (ChangedUserRow & { rooms: string[] })[]; rooms: RoomChangeRow[] }>`
+  // Read by every server after every commit to the organization: named (prepared-statements.ts;
+  // PostgreSQL keeps planning it per run, as the generic plan of `changed_in > $n` costs more).
+  const { rows } = await preparedStatements(() =>
+    sql<{ version: number | string; users: number | string; changed: (ChangedUserRow & { rooms: string[] })[]; rooms: RoomChangeRow[] }>`
     select o.directory_version as version,
       (select coalesce(sum(t.users), 0) from user_tallies t where t.org_id = o.id and t.room_id = '') as users,
       (select coalesce(json_agg(c), '[]') from (
@@ -225,7 +229,8 @@ export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, sin
       (select coalesce(json_agg(r), '[]') from (
         select id, members_changed_in, members_edited_in from rooms
         where org_id = o.id and (members_changed_in > ${since} or members_edited_in > ${since})) r) as rooms
-    from organizations o where o.id = ${orgId}`.execute(db);
+    from organizations o where o.id = ${orgId}`.execute(db),
+  );
   const row = rows[0];
   if (row === undefined) return undefined;
   const changed = row.changed.sort((a, b) => Number(a.seq) - Number(b.seq)).map((user) => toChangedUser(user, user.rooms));

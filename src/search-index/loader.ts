@@ -37,14 +37,15 @@ import { isListed, snapshotState, writeSnapshot } from './snapshots.ts';
 export type LoadJob =
   | { kind: 'organization'; orgId: string; minUsers: number; maxUsers: number }
   | { kind: 'changes'; orgId: string; since: number; maxChanges: number }
-  | { kind: 'room'; orgId: string; roomId: string; version: number }
+  | { kind: 'room'; orgId: string; roomId: string }
   | { kind: 'rooms'; orgId: string; skip: readonly string[]; maxRooms: number; maxMembers: number };
 
 export type LoadResult =
   /** `fromSnapshot`: taken from the copy kept on disk by the server (search-indexes.ts), not read by a loader. */
   | { kind: 'index'; parts: SearchIndexParts; fromSnapshot?: boolean }
   | { kind: 'skipped'; version: number; users: number }
-  | { kind: 'members'; seqs: Float64Array }
+  /** A room's members at `version`. */
+  | { kind: 'members'; version: number; seqs: Float64Array }
   /** The members of rooms at `version`, largest room first: each room's seqs in turn, `members` of them. */
   | { kind: 'rooms'; version: number; rooms: { roomId: string; members: number }[]; seqs: Float64Array }
   /**
@@ -54,7 +55,7 @@ export type LoadResult =
   | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[]; editedRooms: string[] }
   /** More users changed than the job allows: the index is better read whole (the version, and the rooms replaced or edited, still). */
   | { kind: 'many changes'; version: number; rooms: string[]; editedRooms: string[] }
-  /** The organization is gone, or (a room) no longer at the version asked for. */
+  /** The organization is gone. */
   | { kind: 'stale' };
 
 /** Rows per statement: the worker's heap stays small while it reads. */
@@ -144,9 +145,11 @@ function changesOf(read: OrganizationChanges | undefined, job: Extract<LoadJob, 
   return { kind: 'changes', version: size.version, users: size.users, changed, rooms: rooms.replaced, editedRooms: rooms.edited };
 }
 
+/** The room's members at the version this snapshot reads (the index brings them up to its own: SearchIndexes.#membersAt). */
 async function readRoom(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'room' }>): Promise<LoadResult> {
-  if ((await findDirectoryVersion(db, job.orgId)) !== job.version) return { kind: 'stale' };
-  return { kind: 'members', seqs: Float64Array.from(await readMemberSeqs(db, job.orgId, job.roomId)) };
+  const version = await findDirectoryVersion(db, job.orgId);
+  if (version === undefined) return { kind: 'stale' };
+  return { kind: 'members', version, seqs: Float64Array.from(await readMemberSeqs(db, job.orgId, job.roomId)) };
 }
 
 /** The seqs of a room's members, read in pieces. */
@@ -302,7 +305,7 @@ export async function writeResult(result: LoadResult, file: string): Promise<Loa
 /** The result with each array replaced by its length: what crosses the IPC channel. */
 function hollow(result: LoadResult): LoadResult {
   const lengths = (array: { length: number }) => ({ length: array.length }) as never;
-  if (result.kind === 'members') return { kind: 'members', seqs: lengths(result.seqs) };
+  if (result.kind === 'members') return { ...result, seqs: lengths(result.seqs) };
   if (result.kind === 'rooms') return { ...result, seqs: lengths(result.seqs) };
   if (result.kind !== 'index') return result;
   const { parts } = result;
@@ -322,7 +325,7 @@ function hollow(result: LoadResult): LoadResult {
 /** Reads the arrays of a hollow result back from `file`, each into an array of its own. */
 async function readResult(hollowResult: LoadResult, file: string): Promise<LoadResult> {
   let full: LoadResult = hollowResult;
-  if (hollowResult.kind === 'members') full = { kind: 'members', seqs: new Float64Array(hollowResult.seqs.length) };
+  if (hollowResult.kind === 'members') full = { ...hollowResult, seqs: new Float64Array(hollowResult.seqs.length) };
   if (hollowResult.kind === 'rooms') full = { ...hollowResult, seqs: new Float64Array(hollowResult.seqs.length) };
   if (hollowResult.kind === 'index') {
     const { parts } = hollowResult;

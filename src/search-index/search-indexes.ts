@@ -72,6 +72,15 @@ interface Ready {
   rooms: Map<string, RoomMembers>;
   /** The updates laid over the index since it was read, oldest first (at most LOGGED_CHANGES users in all). */
   log?: readonly LoggedUpdate[];
+  /** Rooms' members read at a version the index has not reached yet: held once it has (see #placeMembers). */
+  pendingRooms?: Map<string, PendingMembers>;
+}
+
+/** A room's members as a loader read them, at `version`; `mayDrop`: other organizations' indexes may be dropped to hold them. */
+interface PendingMembers {
+  version: number;
+  seqs: Float64Array;
+  mayDrop: boolean;
 }
 
 /** One update of a held index: from one version to the next, the users it changed (before and after), and the rooms whose member lists were replaced. */
@@ -81,6 +90,8 @@ interface LoggedUpdate {
   changes: readonly { before: UserState | undefined; after: UserState }[];
   /** The seqs of the users it changed. */
   seqs: ReadonlySet<number>;
+  /** The rooms each user it changed is a member of after it, by seq. */
+  memberships: ReadonlyMap<number, readonly string[]>;
   replacedRooms: ReadonlySet<string>;
 }
 
@@ -102,7 +113,7 @@ interface StandingRooms {
 }
 
 /** An organization's index (brought up to date, or read whole), a room's members, or its largest rooms' members. */
-type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string; version: number } | { kind: 'rooms'; orgId: string };
+type Job = { kind: 'organization'; orgId: string } | { kind: 'room'; orgId: string; roomId: string } | { kind: 'rooms'; orgId: string };
 
 /**
  * What is read of the directory in the server's own process: an organization's size, organizations'
@@ -266,7 +277,8 @@ export class SearchIndexes {
     const ready = this.#ready.get(orgId);
     if (ready === undefined || ready.index !== index) return undefined;
     const members = ready.rooms.get(roomId);
-    if (members === undefined) this.#enqueue({ kind: 'room', orgId, roomId, version: index.version });
+    // Read already, at a version the index is about to reach: held then.
+    if (members === undefined && ready.pendingRooms?.has(roomId) !== true) this.#enqueue({ kind: 'room', orgId, roomId });
     return members;
   }
 
@@ -475,7 +487,7 @@ export class SearchIndexes {
     try {
       if (job.kind === 'organization') await this.#loadOrganization(job.orgId, started, false);
       else if (job.kind === 'rooms') await this.#loadLargestRooms(job.orgId, started);
-      else await this.#loadRoom(job.orgId, job.roomId, job.version);
+      else await this.#loadRoom(job.orgId, job.roomId);
     } catch (error) {
       if (this.#closed) return;
       remember(this.#failedAt, job.orgId, Date.now());
@@ -639,6 +651,7 @@ export class SearchIndexes {
         return { before: was < 0 ? undefined : held.index.stateOf(was), after: stateOfChange(user) };
       }),
       seqs: new Set(result.changed.map((user) => user.seq)),
+      memberships: new Map(result.changed.map((user) => [user.seq, user.rooms ?? []])),
       replacedRooms: replaced,
     };
     this.#ready.delete(orgId);
@@ -646,7 +659,9 @@ export class SearchIndexes {
       remember(this.#skipped, orgId, result.version);
       return true;
     }
-    this.#hold(orgId, { index, rooms, log: logWith(held.log ?? [], update) });
+    const updated: Ready = { index, rooms, log: logWith(held.log ?? [], update) };
+    this.#hold(orgId, updated);
+    if (held.pendingRooms !== undefined) this.#placePending(orgId, updated, held.pendingRooms);
     this.#log.info(
       {
         organization: orgId,
@@ -692,18 +707,17 @@ export class SearchIndexes {
     if (maxRooms <= 0) return;
     // Members read in all: no more than the organization's users, so this costs at most what a whole read of its index does.
     const result = await this.#run({ kind: 'rooms', orgId, skip: [...ready.rooms.keys()], maxRooms, maxMembers: ready.index.users });
+    // The index may have taken in changes since (or be behind the read): see #placeMembers.
     const now = this.#ready.get(orgId);
-    if (result.kind !== 'rooms' || this.#closed || now !== ready || now.index.version !== result.version) return;
+    if (result.kind !== 'rooms' || this.#closed || now === undefined) return;
     let at = 0;
     const held: string[] = [];
     for (const { roomId, members: count } of result.rooms) {
       const seqs = result.seqs.subarray(at, (at += count));
       if (now.rooms.has(roomId)) continue;
-      const members = now.index.roomMembers(seqs);
-      if (members === undefined) continue;
-      if (!this.#makeRoom(members.bytes, orgId, false)) break;
-      now.rooms.set(roomId, members);
-      held.push(roomId);
+      const placed = this.#placeMembers(orgId, now, roomId, { version: result.version, seqs, mayDrop: false });
+      if (placed === 'no room') break;
+      if (placed === 'held') held.push(roomId);
     }
     this.#log.info(
       { organization: orgId, version: now.index.version, rooms: held.length, members: at, ms: Math.round(performance.now() - started) },
@@ -711,12 +725,60 @@ export class SearchIndexes {
     );
   }
 
-  async #loadRoom(orgId: string, roomId: string, version: number): Promise<void> {
-    const result = await this.#run({ kind: 'room', orgId, roomId, version });
+  async #loadRoom(orgId: string, roomId: string): Promise<void> {
+    const result = await this.#run({ kind: 'room', orgId, roomId });
     const ready = this.#ready.get(orgId);
-    if (result.kind !== 'members' || this.#closed || ready === undefined || ready.index.version !== version) return;
-    const members = ready.index.roomMembers(result.seqs);
-    if (members !== undefined && this.#makeRoom(members.bytes, orgId)) ready.rooms.set(roomId, members);
+    if (result.kind !== 'members' || this.#closed || ready === undefined) return;
+    this.#placeMembers(orgId, ready, roomId, { version: result.version, seqs: result.seqs, mayDrop: true });
+  }
+
+  /**
+   * Holds a room's members read at some version in the organization's index, brought to the
+   * index's version (#membersAt), or kept pending until the index reaches theirs. Under steady
+   * writes a read of a large room's members (seconds) never ends at the version the index is at,
+   * and the index cannot move while the read runs (one job at a time): members were read again and
+   * again, while the index's updates queued behind the reads and lookups went to the database.
+   * 'dropped': they cannot be brought to the index's version (its log does not reach back, or an
+   * import replaced the room's members since); 'no room': not within the memory budget.
+   */
+  #placeMembers(orgId: string, ready: Ready, roomId: string, read: PendingMembers): 'held' | 'pending' | 'dropped' | 'no room' {
+    if (ready.rooms.has(roomId)) return 'held';
+    if (read.version > ready.index.version) {
+      (ready.pendingRooms ??= new Map()).set(roomId, read);
+      return 'pending';
+    }
+    const members = this.#membersAt(ready, roomId, read);
+    if (members === undefined) return 'dropped';
+    if (!this.#makeRoom(members.bytes, orgId, read.mayDrop)) return 'no room';
+    ready.rooms.set(roomId, members);
+    return 'held';
+  }
+
+  /** Places the members read ahead of an index that has since been brought up to date; those still ahead stay pending. */
+  #placePending(orgId: string, ready: Ready, pending: ReadonlyMap<string, PendingMembers>): void {
+    for (const [roomId, read] of pending) if (this.#placeMembers(orgId, ready, roomId, read) === 'no room') break;
+  }
+
+  /**
+   * The room's members read at `read.version`, as they are at the index's version: the users its
+   * log says changed since, each a member or not as it is now. Undefined when the log does not
+   * reach back that far or an import replaced the room's members since.
+   */
+  #membersAt(ready: Ready, roomId: string, read: PendingMembers): RoomMembers | undefined {
+    const { index } = ready;
+    const now = new Map<number, boolean>();
+    const log = ready.log ?? [];
+    let at = index.version;
+    for (let k = log.length - 1; k >= 0 && at > read.version; k--) {
+      const update = log[k]!;
+      if (update.to !== at || update.replacedRooms.has(roomId)) return undefined;
+      // Newest first: a user changed again later is as the later update left it.
+      for (const [seq, rooms] of update.memberships) if (!now.has(seq)) now.set(seq, rooms.includes(roomId));
+      at = update.from;
+    }
+    if (at > read.version) return undefined;
+    const members = index.roomMembers(read.seqs);
+    return now.size === 0 ? members : members?.withMembers([...now].map(([seq, member]) => [index.userOf(seq), member] as const));
   }
 
   /** Bytes the indexes and room members held take. */

@@ -14,6 +14,8 @@ type Directory = Map<
     version: number;
     users: number;
     members?: number[];
+    /** A room's members as a read finds them, when not `members` at `version` (a read that began before the directory moved on). */
+    roomRead?: { version: number; members: number[] };
     /** The members of its rooms as a whole read of the largest finds them, largest first. */
     largestRooms?: Record<string, number[]>;
     keyLength?: number;
@@ -56,7 +58,10 @@ function fakeLoader(
       const org = directory.get(job.orgId);
       if (org === undefined) return { kind: 'stale' };
       if (job.kind === 'changes') throw new Error('what changed is read in the server itself');
-      if (job.kind === 'room') return job.version === org.version ? { kind: 'members', seqs: Float64Array.from(org.members ?? []) } : { kind: 'stale' };
+      if (job.kind === 'room') {
+        const read = org.roomRead ?? { version: org.version, members: org.members ?? [] };
+        return { kind: 'members', version: read.version, seqs: Float64Array.from(read.members) };
+      }
       if (job.kind === 'rooms') {
         const rooms = Object.entries(org.largestRooms ?? {})
           .filter(([roomId]) => !job.skip.includes(roomId))
@@ -334,6 +339,54 @@ describe('SearchIndexes', () => {
       new SearchIndexes(noDatabase, policy, load, log, { ...reads, bySize: async () => Promise.reject(new Error('database unreachable')) }),
     );
     assert.deepEqual(warnings, ['search index: could not list the organizations to load']);
+  });
+
+  it("holds a room's members read at another version than the index's, brought to the index's version", async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10, members: [2, 4] }]]);
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    const joined = (seq: number, rooms: string[]): ChangedUser => ({
+      seq,
+      id: `u${seq}`,
+      searchKey: `\n\n${emailOf(seq)}`,
+      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+      external: false,
+      needsInvite: false,
+      candidate: true,
+      rooms,
+    });
+    const membersOf = (roomId: string, version: number) =>
+      [...Array(12).keys()].filter((user) => indexes.members('acme', indexes.index('acme', version)!, roomId)?.has(user));
+
+    // Read ahead: the room is asked for at version 1, and read once version 2 (user 7 joins) has committed.
+    assert.deepEqual(membersOf('board', 1), []);
+    directory.set('acme', { version: 2, users: 10, members: [2, 4, 7], changes: { changed: [joined(7, ['board'])], rooms: [], editedRooms: ['board'] } });
+    await settled(indexes);
+    assert.deepEqual(membersOf('board', 1), [], 'not at the version of the index: pending, not read again');
+    indexes.index('acme', 2);
+    await settled(indexes);
+    assert.deepEqual(membersOf('board', 2), [1, 3, 6], 'held once the index reached the version read');
+
+    // Read behind: at version 3 user 2 leaves and user 9 joins the staff room, whose members were read at version 2.
+    directory.set('acme', {
+      version: 3,
+      users: 10,
+      members: [4, 9],
+      roomRead: { version: 2, members: [2, 4] },
+      changes: { changed: [joined(2, ['board']), joined(9, ['staff'])], rooms: [], editedRooms: ['staff'] },
+    });
+    indexes.index('acme', 3);
+    await settled(indexes);
+    assert.deepEqual(membersOf('staff', 3), []);
+    await settled(indexes);
+    assert.deepEqual(membersOf('staff', 3), [3, 8], "what changed since the read, from the index's log");
+    assert.deepEqual(membersOf('board', 3), [1, 3, 6], 'the board room kept through the update');
+    assert.deepEqual(
+      jobs.map((job) => job.kind),
+      ['organization', 'room', 'changes', 'changes', 'room'],
+    );
   });
 
   it('applies what changed to the index it holds, keeping the members of rooms not replaced', async () => {

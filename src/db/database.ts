@@ -104,7 +104,8 @@ function openPostgres(url: string, poolSize: number, changeNotices: boolean): Da
     // A SET, not a startup option, which poolers such as PgBouncer refuse. Queued before any
     // query on the new connection; if it fails, the connection works as before, only slower.
     client.query('SET jit = off').catch(() => undefined);
-    nameStatementsOf(client);
+    // A session of its own (see prepared-statements.ts): not behind a pooler in transaction mode, where notices are off.
+    if (changeNotices) nameStatementsOf(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   if (!changeNotices) return handle(db, 'postgres', describePostgresUrl(url), NO_CHANGE_SOURCE);

@@ -14,12 +14,18 @@ import type pg from 'pg';
  *
  * Only where the caller says so: a generic plan is right for a lookup by key, and can be wrong
  * for the lookups' searches, whose best plan depends on the pattern searched. The texts named
- * are bounded (MAX_NAMED, a few dozen in practice: statements with lists of variable length
- * make one text per length), so the memory a connection's server process keeps for them is too.
+ * are bounded (MAX_NAMED: statements with lists of variable length make one text per length,
+ * the writer's last statement one per number of events and tallies; the first named keep their
+ * names), so the memory a connection's server process keeps for them is too.
  *
  * A statement whose result's columns change under it (another process's migration while this
  * one runs) fails once with "cached plan must not change result type": its text is not named
- * again, so the statement runs unnamed from then on.
+ * again, so the statement runs unnamed from then on; likewise a name the server does not know or
+ * knows already (a connection shared in a way it should not be).
+ *
+ * Only on a connection that is a session of its own (database.ts: with change notices on, which a
+ * pooler in transaction mode rules out, docs/operations.md): there a statement named on one
+ * server connection could be run on another, or another process's statement of the same name.
  */
 const MAX_NAMED = 200;
 /** Longer texts are not named (a list of thousands of values is not run again the same). */
@@ -46,7 +52,7 @@ export function nameStatementsOf(client: pg.PoolClient): void {
     if (name === undefined) return query(text, values);
     const result = query({ name, text, values }) as Promise<unknown>;
     return result.catch((error: unknown) => {
-      if (error instanceof Error && error.message.includes('cached plan must not change result type')) {
+      if (isNamingError(error)) {
         names.delete(text);
         unnamed.add(text);
       }
@@ -54,6 +60,17 @@ export function nameStatementsOf(client: pg.PoolClient): void {
     });
   };
   (client as unknown as { query: typeof named }).query = named;
+}
+
+/**
+ * Errors after which a text is not named again, by SQLSTATE (messages are in the server's
+ * language): a cached plan whose result changed (0A000 from RevalidateCachedQuery), a prepared
+ * statement the connection does not have (26000) or has already (42P05).
+ */
+function isNamingError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const { code, routine } = error as { code?: unknown; routine?: unknown };
+  return (code === '0A000' && routine === 'RevalidateCachedQuery') || code === '26000' || code === '42P05';
 }
 
 function nameOf(text: string): string | undefined {

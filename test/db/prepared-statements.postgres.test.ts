@@ -54,4 +54,14 @@ describe('named prepared statements on PostgreSQL', () => {
     );
     assert.deepEqual(await preparedStatements(() => byId(1)), [{ id: 1, name: 'one', note: null }]);
   });
+
+  it('runs a statement unnamed once the connection lost its name (a pooler mixing connections)', async () => {
+    const byName = () => db.selectFrom('probe').select('name').where('name', '=', 'two').execute();
+    assert.deepEqual(await preparedStatements(byName), [{ name: 'two' }]);
+    // Every name this connection had (the earlier tests' too) is gone on the server.
+    await sql`deallocate all`.execute(db);
+    await assert.rejects(preparedStatements(byName), (error: Error & { code?: string }) => error.code === '26000');
+    assert.deepEqual(await preparedStatements(byName), [{ name: 'two' }]);
+    assert.deepEqual(await prepared(), [], 'not named again');
+  });
 });

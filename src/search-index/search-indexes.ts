@@ -706,7 +706,13 @@ export class SearchIndexes {
     const maxRooms = Math.floor(free / Math.max(1, Math.ceil(ready.index.users / 8)));
     if (maxRooms <= 0) return;
     // Members read in all: no more than the organization's users, so this costs at most what a whole read of its index does.
-    const result = await this.#run({ kind: 'rooms', orgId, skip: [...ready.rooms.keys()], maxRooms, maxMembers: ready.index.users });
+    const result = await this.#run({
+      kind: 'rooms',
+      orgId,
+      skip: [...ready.rooms.keys(), ...(ready.pendingRooms?.keys() ?? [])],
+      maxRooms,
+      maxMembers: ready.index.users,
+    });
     // The index may have taken in changes since (or be behind the read): see #placeMembers.
     const now = this.#ready.get(orgId);
     if (result.kind !== 'rooms' || this.#closed || now === undefined) return;
@@ -744,7 +750,8 @@ export class SearchIndexes {
   #placeMembers(orgId: string, ready: Ready, roomId: string, read: PendingMembers): 'held' | 'pending' | 'dropped' | 'no room' {
     if (ready.rooms.has(roomId)) return 'held';
     if (read.version > ready.index.version) {
-      (ready.pendingRooms ??= new Map()).set(roomId, read);
+      // A copy: the largest rooms' read is one array, which a view would keep whole.
+      (ready.pendingRooms ??= new Map()).set(roomId, { ...read, seqs: read.seqs.slice() });
       return 'pending';
     }
     const members = this.#membersAt(ready, roomId, read);
@@ -754,9 +761,9 @@ export class SearchIndexes {
     return 'held';
   }
 
-  /** Places the members read ahead of an index that has since been brought up to date; those still ahead stay pending. */
+  /** Places the members read ahead of an index that has since been brought up to date; those still ahead stay pending (not counted in the memory budget meanwhile: one update away). */
   #placePending(orgId: string, ready: Ready, pending: ReadonlyMap<string, PendingMembers>): void {
-    for (const [roomId, read] of pending) if (this.#placeMembers(orgId, ready, roomId, read) === 'no room') break;
+    for (const [roomId, read] of pending) this.#placeMembers(orgId, ready, roomId, read);
   }
 
   /**

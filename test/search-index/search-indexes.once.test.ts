@@ -27,6 +27,20 @@ type Directory = Map<
 /** User `seq`'s search key: no first or last name, an email that sorts by seq. */
 const emailOf = (seq: number, keyLength = 45) => `user${String(seq).padStart(4, '0')}`.padEnd(keyLength - 2, '.');
 
+/** User `seq` as read among the users changed: external or not, a member of `rooms` now (when read). */
+function changedUser(seq: number, { external = false, rooms }: { external?: boolean; rooms?: string[] } = {}): ChangedUser {
+  return {
+    seq,
+    id: `u${seq}`,
+    searchKey: `\n\n${emailOf(seq)}`,
+    sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
+    external,
+    needsInvite: false,
+    candidate: true,
+    ...(rooms !== undefined ? { rooms } : {}),
+  };
+}
+
 function parts(version: number, users: number, keyLength = 45) {
   const builder = new SearchIndexBuilder(version, users);
   const seqs = Array.from({ length: users }, (_, i) => i + 1);
@@ -347,16 +361,7 @@ describe('SearchIndexes', () => {
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
     indexes.index('acme', 1);
     await settled(indexes);
-    const joined = (seq: number, rooms: string[]): ChangedUser => ({
-      seq,
-      id: `u${seq}`,
-      searchKey: `\n\n${emailOf(seq)}`,
-      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
-      external: false,
-      needsInvite: false,
-      candidate: true,
-      rooms,
-    });
+    const joined = (seq: number, rooms: string[]) => changedUser(seq, { rooms });
     const membersOf = (roomId: string, version: number) =>
       [...Array(12).keys()].filter((user) => indexes.members('acme', indexes.index('acme', version)!, roomId)?.has(user));
 
@@ -405,15 +410,7 @@ describe('SearchIndexes', () => {
     for (const room of ['board', 'staff']) indexes.members('acme', indexes.index('acme', 1)!, room);
     await settled(indexes);
     // Version 2: user 3 became external, users 11 and 12 were added; the staff room's members were replaced.
-    const changed = (seq: number, external = false): ChangedUser => ({
-      seq,
-      id: `u${seq}`,
-      searchKey: `\n\n${emailOf(seq)}`,
-      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
-      external,
-      needsInvite: false,
-      candidate: true,
-    });
+    const changed = (seq: number, external = false) => changedUser(seq, { external });
     directory.set('acme', { version: 2, users: 12, members: [2, 4, 12], changes: { changed: [changed(3, true), changed(11), changed(12)], rooms: ['staff'] } });
     assert.equal(indexes.index('acme', 2), undefined);
     await settled(indexes);
@@ -445,16 +442,7 @@ describe('SearchIndexes', () => {
     await settled(indexes);
     for (const room of ['board', 'staff']) indexes.members('acme', indexes.index('acme', 1)!, room);
     await settled(indexes);
-    const changed = (seq: number, rooms: string[]): ChangedUser => ({
-      seq,
-      id: `u${seq}`,
-      searchKey: `\n\n${emailOf(seq)}`,
-      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
-      external: false,
-      needsInvite: false,
-      candidate: true,
-      rooms,
-    });
+    const changed = (seq: number, rooms: string[]) => changedUser(seq, { rooms });
     // Version 2: user 2 left the board, user 7 joined it, new user 11 joined it and the staff room.
     directory.set('acme', {
       version: 2,
@@ -534,15 +522,7 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.status().loading, 0, 'nothing held: no wait, nothing queued');
     indexes.index('acme', 1);
     await settled(indexes);
-    const added = (seq: number): ChangedUser => ({
-      seq,
-      id: `u${seq}`,
-      searchKey: `\n\n${emailOf(seq)}`,
-      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
-      external: false,
-      needsInvite: false,
-      candidate: true,
-    });
+    const added = (seq: number) => changedUser(seq);
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
     await indexes.catchUp('acme', 2, 60_000);
     assert.equal(indexes.index('acme', 2)?.users, 11, 'at the new version once the wait is over');
@@ -567,15 +547,7 @@ describe('SearchIndexes', () => {
     const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { ...reads, changesSince });
     indexes.index('acme', 1);
     await settled(indexes);
-    const added = (seq: number): ChangedUser => ({
-      seq,
-      id: `u${seq}`,
-      searchKey: `\n\n${emailOf(seq)}`,
-      sortKeys: { firstname: '', lastname: '', email: emailOf(seq) },
-      external: false,
-      needsInvite: false,
-      candidate: true,
-    });
+    const added = (seq: number) => changedUser(seq);
     holding = true;
     directory.set('acme', { version: 2, users: 11, changes: { changed: [added(11)], rooms: [] } });
     indexes.index('acme', 2);

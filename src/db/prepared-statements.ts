@@ -9,8 +9,8 @@ import type pg from 'pg';
  * running them (statement log of a million-user organization: parse 0.1–0.2 ms, bind with its
  * plan 0.15–0.3 ms, execute 0.05–0.5 ms), and a batch of writes is a serial chain of them.
  * Named, each connection parses a statement once and, after five runs, PostgreSQL may keep a
- * generic plan (`plan_cache_mode = auto`): 210–218 → 271–289 writes/s from 8 clients in turns
- * (docs/benchmarks.md, "Prepared statements for the writer").
+ * generic plan (`plan_cache_mode = auto`): 269–273 → 292–343 writes/s from 8 clients in turns
+ * (docs/benchmarks.md, "Writes on PostgreSQL, and lookups beside them").
  *
  * Only where the caller says so: a generic plan is right for a lookup by key, and can be wrong
  * for the lookups' searches, whose best plan depends on the pattern searched. The texts named

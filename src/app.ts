@@ -14,6 +14,7 @@ import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watc
 import { compileTextParameters } from './http/query-validator.ts';
 import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
 import { AnswerReplay, replayingServer } from './http/answer-replay.ts';
+import { closeLingering } from './http/lingering-close.ts';
 import { installMetrics } from './http/metrics.ts';
 import { RequestLog, requestId, standardOutputLog } from './http/request-log.ts';
 import { signatoryRoutes } from './http/signatory-routes.ts';
@@ -54,8 +55,13 @@ export interface AppOptions {
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
   // Made once the database is open; until then every request goes to Fastify.
   let replay: AnswerReplay | undefined;
+  let stopLingering = () => {};
   const app = Fastify({
-    serverFactory: (handler, fastifyOptions) => replayingServer(() => replay, handler, fastifyOptions as Parameters<typeof replayingServer>[2]),
+    serverFactory: (handler, fastifyOptions) => {
+      const server = replayingServer(() => replay, handler, fastifyOptions as Parameters<typeof replayingServer>[2]);
+      stopLingering = closeLingering(server);
+      return server;
+    },
     logger: { level: config.logLevel, stream: options.logStream ?? standardOutputLog() },
     logController: new RequestLog(),
     genReqId: requestId,
@@ -90,6 +96,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.addHook('preClose', async () => {
     closing = true;
     replay?.stop();
+    stopLingering();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { uploadBodyLimit } from '../../src/domain/upload-body.ts';
+import { LINGER_IDLE_MS } from '../../src/http/lingering-close.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { solidImage } from '../helpers/images.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -146,6 +148,38 @@ describe('413 answers that clients read', () => {
       }
     });
   }
+
+  it('reads the rest of an over-large body only while it keeps coming: a client that stops sending is closed after the idle bound', async () => {
+    const { port, pathname } = new URL(url);
+    // Half-open allowed: the client keeps its side open after the server's end, as a client still sending would.
+    const accepted = once(t.app.server, 'connection') as Promise<[Socket]>;
+    const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true });
+    await once(socket, 'connect');
+    const [held] = await accepted;
+    const released = once(held, 'close');
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('error', () => {});
+    const declared = BODY_LIMIT * 10;
+    socket.write(
+      `POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+    );
+    // A part of the body, then nothing more: the answer comes with the server's end of the connection.
+    socket.write(bodyOfLength(declared).slice(0, 64 * 1024));
+    await once(socket, 'end');
+    const answered = performance.now();
+    assert.match(answer, /^HTTP\/1\.1 413 /);
+    assert.match(answer, /\r\nconnection: close\r\n/i);
+    assert.match(answer, /"code":"payload-too-large"/);
+    // The server holds the connection for the rest of the body, then lets it go once none came for the idle bound.
+    assert.equal(held.remotePort, socket.localPort);
+    assert.equal(held.destroyed, false);
+    await released;
+    const seconds = (performance.now() - answered) / 1000;
+    socket.destroy();
+    assert.ok(seconds >= LINGER_IDLE_MS / 1000 - 0.5, `let go after ${seconds.toFixed(1)} s`);
+  });
 
   it('still stores a document within the limit afterwards', async () => {
     const png = await solidImage(40, 30, 'png');

@@ -131,7 +131,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const observeReplayed = installMetrics(
     app,
     { token: config.metricsToken, slowRequestMs: config.slowRequestMs },
-    { authenticator, renderer, searchIndexes: () => searchIndexes.status() },
+    { authenticator, renderer, searchIndexes: () => searchIndexes.status(), replay },
   );
 
   replay.onReplayed = (reqId, route, status, seconds) => observeReplayed(reqId, 'GET', route, status, seconds);

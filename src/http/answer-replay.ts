@@ -113,6 +113,8 @@ export class AnswerReplay {
   replayed = 0;
   /** Answers computed again without the framework after the database changed, and kept (each replayed to every request that waited on it). */
   renewed = 0;
+  /** GETs handed to the framework: with no answer kept for them, or with one that could not be renewed (in time). */
+  readonly passedOn = { notKept: 0, notRenewed: 0 };
 
   /** `now`: the authenticator's clock; `renewalWaitMs`: the most a request waits for a renewal (at most RENEWAL_WAIT_MS). */
   constructor(
@@ -165,9 +167,11 @@ export class AnswerReplay {
     if (caughtUp !== undefined) await caughtUp;
     const token = this.#changes.token(arrivedAt);
     let kept = token === undefined || this.#stopped ? undefined : this.#answers.get(key);
+    const wasKept = kept !== undefined;
     if (kept !== undefined && (kept.token !== token || kept.validUntil <= this.#now())) kept = await this.#renewed(key, kept, token!, arrivedAt, request);
     // Stopped while waiting: the framework answers (503, closing the connection).
     if (kept === undefined || this.#stopped || request.destroyed) {
+      this.passedOn[wasKept ? 'notRenewed' : 'notKept'] += 1;
       recordArrival(request, arrivedAt, token);
       passOn();
       return;

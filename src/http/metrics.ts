@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { RenderPool } from '../documents/render-pool.ts';
+import type { AnswerReplay } from './answer-replay.ts';
 import { sendProblem } from './problem-handlers.ts';
 import { elapsedSinceArrival } from './arrival.ts';
 
@@ -11,6 +12,7 @@ export interface MetricSources {
   authenticator: Authenticator;
   renderer: RenderPool;
   searchIndexes: () => { organizations: number; loading: number };
+  replay: Pick<AnswerReplay, 'replayed' | 'renewed' | 'passedOn'>;
 }
 
 export interface MetricsOptions {
@@ -102,7 +104,7 @@ function slowLine(ms: number, method: string, route: string, status: number) {
 }
 
 /** The service's own state, read when /metrics is scraped. */
-function registerServiceMetrics(registry: Registry, { authenticator, renderer, searchIndexes }: MetricSources): void {
+function registerServiceMetrics(registry: Registry, { authenticator, renderer, searchIndexes, replay }: MetricSources): void {
   new Counter({
     name: 'signroom_renders_total',
     help: 'Thumbnail renders ended, by outcome (placeholder: stored without a drawing of page 1)',
@@ -167,6 +169,35 @@ function registerServiceMetrics(registry: Registry, { authenticator, renderer, s
       const { running, queued } = authenticator.hashQueue;
       this.set({ state: 'running' }, running);
       this.set({ state: 'queued' }, queued);
+    },
+  });
+  new Counter({
+    name: 'signroom_replayed_answers_total',
+    help: 'GET answers sent again without the framework while the database had not changed, or once renewed after it changed',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(replay.replayed);
+    },
+  });
+  new Counter({
+    name: 'signroom_renewed_answers_total',
+    help: 'Kept GET answers computed again without the framework after the database changed (each then replayed to the requests that waited for it)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(replay.renewed);
+    },
+  });
+  new Counter({
+    name: 'signroom_replay_passed_on_total',
+    help: 'GETs the answer replay handed to the framework, by reason (not_kept: no answer kept for them; not_renewed: a kept answer that could not be renewed in time)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ reason: 'not_kept' }, replay.passedOn.notKept);
+      this.inc({ reason: 'not_renewed' }, replay.passedOn.notRenewed);
     },
   });
   new Gauge({

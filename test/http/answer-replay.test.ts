@@ -159,7 +159,13 @@ describe('answers replayed while nothing changed', () => {
       (entry) => entry.msg === 'request completed' && entry['statusCode'] === 200 && String(entry['url']).includes('/signatories/lookup'),
     );
     assert.equal(Number(counted[1]), logged.length);
-    assert.ok(t.app.answerReplay.replayed > 0);
+    const replay = t.app.answerReplay;
+    assert.ok(replay.replayed > 0 && replay.renewed > 0 && replay.passedOn.notKept > 0);
+    const metric = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(scraped)?.[1]);
+    assert.equal(metric('signroom_replayed_answers_total'), replay.replayed);
+    assert.equal(metric('signroom_renewed_answers_total'), replay.renewed);
+    assert.equal(metric('signroom_replay_passed_on_total\\{reason="not_kept"\\}'), replay.passedOn.notKept);
+    assert.equal(metric('signroom_replay_passed_on_total\\{reason="not_renewed"\\}'), replay.passedOn.notRenewed);
   });
 });
 

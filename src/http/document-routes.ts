@@ -70,6 +70,12 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
   const bodies = new ByteBudget(options.uploadMemoryBytes);
   const holds = new WeakMap<FastifyRequest, { release: () => void; working: boolean; closed: boolean }>();
   const reserveBody = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    // A client gone while its credential was checked: its answer's close has passed, so a hold
+    // taken now would never be given back. Nothing is read or stored for it.
+    if (reply.raw.destroyed) {
+      done(new ProblemError('malformed-request', 'The client closed the connection before its upload was read.'));
+      return;
+    }
     const declared = Number(request.headers['content-length']);
     const release = bodies.tryReserve(Number.isSafeInteger(declared) && declared >= 0 && declared <= bodyLimit ? declared : bodyLimit);
     if (release === undefined) {

@@ -30,13 +30,13 @@ async function assertThumbnail(response: Awaited<ReturnType<typeof upload>>): Pr
   assert.ok(png.meanOf(0.55, 0.7) > 230, 'below it the page is white');
 }
 
-/** Waits (up to 10 s) until `done` holds. */
+/** Waits (up to 20 s) until `done` holds. */
 async function waitFor(what: string, done: () => boolean | Promise<boolean>): Promise<void> {
-  for (let tries = 0; tries < 200; tries++) {
+  for (let tries = 0; tries < 400; tries++) {
     if (await done()) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  assert.fail(`waited 10 s for ${what}`);
+  assert.fail(`waited 20 s for ${what}`);
 }
 
 const gone = (pid: number) => !existsSync(`/proc/${pid}`);
@@ -61,7 +61,8 @@ describe('render processes start when needed and stop when idle', () => {
   let t: TestApp;
 
   before(async () => {
-    t = await startTestApp({ SIGNROOM_RENDER_IDLE_SECONDS: '1', SIGNROOM_METRICS_TOKEN: TOKEN });
+    // Idle for 3 s: long enough that a slow machine still finds the process of an upload just answered.
+    t = await startTestApp({ SIGNROOM_RENDER_IDLE_SECONDS: '3', SIGNROOM_METRICS_TOKEN: TOKEN });
     await t.importDirectory(DIRECTORY);
   });
   after(async () => t.close());
@@ -118,7 +119,7 @@ describe('an upload waits for a stopping process when it holds the only place', 
   let t: TestApp;
 
   before(async () => {
-    t = await startTestApp({ SIGNROOM_RENDER_IDLE_SECONDS: '1', SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '1' });
+    t = await startTestApp({ SIGNROOM_RENDER_IDLE_SECONDS: '3', SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '1' });
     await t.importDirectory(DIRECTORY);
   });
   after(async () => t.close());

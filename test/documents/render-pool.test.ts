@@ -8,6 +8,7 @@ import { ACME_AUTH, DOCUMENTS, renderWorkers, upload } from '../helpers/render-p
 import { contentStreamBomb, hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../helpers/poppler.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { RenderPool } from '../../src/documents/render-pool.ts';
 
 const auth = ACME_AUTH;
 
@@ -72,13 +73,31 @@ describe('render budget against hostile PDFs', () => {
   });
 });
 
+/** Waits until the render pool's processes are as `holds` says (polled; fails after a minute). */
+async function renderProcesses(t: TestApp, what: string, holds: (processes: RenderPool['processes']) => boolean): Promise<void> {
+  for (const began = performance.now(); !holds(t.app.renderer.processes);) {
+    assert.ok(performance.now() - began < 60_000, `waited a minute for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+/** None busy (its memory checked after the last render too): a process frozen now is frozen idle. */
+const allIdle = (t: TestApp) => renderProcesses(t, 'the render processes to be idle', (processes) => processes.busy === 0);
+/** A render gone to a process (the frozen one): the upload sent just before is the one rendering. */
+const renderBegun = (t: TestApp) => renderProcesses(t, 'a render to begin', (processes) => processes.busy > 0);
+
 describe('render pool fairness', () => {
   let t: TestApp;
   const TIMEOUT_MS = 6000;
 
   before(async () => {
     // One process for renders; while renders wait behind a slow one, others start (up to three in all).
-    t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: String(TIMEOUT_MS), SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '3' });
+    // The frozen render is not ended by the wall-clock deadline meanwhile, however slow the machine.
+    t = await startTestApp({
+      SIGNROOM_RENDER_TIMEOUT_MS: String(TIMEOUT_MS),
+      SIGNROOM_RENDER_DEADLINE_MS: '60000',
+      SIGNROOM_RENDER_WORKERS: '1',
+      SIGNROOM_RENDER_MAX_WORKERS: '3',
+    });
     await t.importDirectory(DIRECTORY);
   });
   after(async () => t.close());
@@ -89,6 +108,7 @@ describe('render pool fairness', () => {
     assert.equal((await upload(t, topHalfBlackPdf())).statusCode, 201);
     const [frozen, ...others] = renderWorkers();
     assert.ok(frozen !== undefined && others.length === 0, 'one render process');
+    await allIdle(t);
     process.kill(frozen, 'SIGSTOP');
     const finished: string[] = [];
     const track = async (name: string, pending: ReturnType<typeof upload>) => {
@@ -98,7 +118,7 @@ describe('render pool fairness', () => {
     };
     try {
       const slowUpload = track('slow', upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }])));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await renderBegun(t);
       // Queued behind the slow render: once it passes 1 s, another process takes this one.
       const normal = await track('normal', upload(t, topHalfBlackPdf()));
       assert.equal(normal.statusCode, 201, normal.body);
@@ -129,6 +149,7 @@ describe('render pool fairness between uploaders', () => {
       SIGNROOM_RENDER_MAX_WORKERS: '3',
       SIGNROOM_RENDER_PER_UPLOADER: '1',
       SIGNROOM_RENDER_TIMEOUT_MS: '6000',
+      SIGNROOM_RENDER_DEADLINE_MS: '60000',
     });
     await t.importDirectory(DIRECTORY);
   });
@@ -138,6 +159,7 @@ describe('render pool fairness between uploaders', () => {
     assert.equal((await upload(t, topHalfBlackPdf())).statusCode, 201);
     const [frozen] = renderWorkers();
     assert.ok(frozen !== undefined);
+    await allIdle(t);
     process.kill(frozen, 'SIGSTOP');
     const finished: string[] = [];
     const track = async (name: string, pending: Promise<{ statusCode: number; body: string }>) => {
@@ -154,7 +176,7 @@ describe('render pool fairness between uploaders', () => {
       });
     try {
       const first = track('first of acme-admin', upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 300 150 re f' }])));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await renderBegun(t);
       const second = track('second of acme-admin', upload(t, makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 150 300 re f' }])));
       const other = await track('root', asRoot(makePdf([{ width: 300, height: 300, content: '0 0 0 rg 0 0 100 100 re f' }])));
       assert.equal(other.statusCode, 201, other.body);
@@ -206,7 +228,13 @@ describe('render time limit', () => {
   let t: TestApp;
 
   before(async () => {
-    t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: '1000', SIGNROOM_RENDER_WORKERS: '1', SIGNROOM_RENDER_MAX_WORKERS: '1' });
+    // The wall-clock deadline (by default the CPU limit and a second) set apart: this is about the CPU limit alone.
+    t = await startTestApp({
+      SIGNROOM_RENDER_TIMEOUT_MS: '1000',
+      SIGNROOM_RENDER_DEADLINE_MS: '60000',
+      SIGNROOM_RENDER_WORKERS: '1',
+      SIGNROOM_RENDER_MAX_WORKERS: '1',
+    });
     await t.importDirectory(DIRECTORY);
   });
   after(async () => t.close());

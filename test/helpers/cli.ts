@@ -36,7 +36,8 @@ export async function startServer(env: Record<string, string>): Promise<{ child:
   child.stdout?.on('data', (chunk) => (output += chunk));
   child.stderr?.on('data', (chunk) => (output += chunk));
   const url = `http://${env['HOST'] ?? '127.0.0.1'}:${env['PORT']}`;
-  for (let i = 0; i < 200; i++) {
+  // A minute: two servers starting at once on a slow machine, or one recovering after a kill, take a while.
+  for (const began = performance.now(); performance.now() - began < 60_000;) {
     if (child.exitCode !== null) throw new Error(`server exited early: ${output}`);
     try {
       if ((await fetch(`${url}/livez`)).ok) return { child, url, output: () => output };

@@ -114,7 +114,8 @@ describe('answer replay renewals at their edges', () => {
   });
 
   it('begins at most one more renewal for a key while the first stalls, however many commits arrive within the wait', async () => {
-    const t = await replayingStandIn(200);
+    // A wait longer than the eight commits take (400 ms), however slow the machine is to send them.
+    const t = await replayingStandIn(1_000);
     closing.push(t.close);
     assert.equal(await t.get(), '{"framework":1}');
     const stalled = deferred<Buffer>();

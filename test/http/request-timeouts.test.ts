@@ -96,6 +96,9 @@ describe('request deadlines', () => {
     // A render process already warm, as after a first upload: the 300 ms limit is for a slow render, not a process's start.
     writeFileSync(path.join(t.dataDir, 'warm-up.pdf'), topHalfBlackPdf());
     assert.equal((await t.app.renderer.render('application/pdf', path.join(t.dataDir, 'warm-up.pdf'), 200)).kind, 'thumbnail');
+    // And warm for a PDF it cannot open (the body of the minimum-rate test below), whose fallback renderer loads on first use.
+    writeFileSync(path.join(t.dataDir, 'unreadable.pdf'), '%PDF-1.4\n%%EOF\n');
+    assert.equal((await t.app.renderer.render('application/pdf', path.join(t.dataDir, 'unreadable.pdf'), 200)).kind, 'unreadable');
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     port = (t.app.server.address() as AddressInfo).port;
   });

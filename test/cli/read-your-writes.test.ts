@@ -47,9 +47,16 @@ describe(`read your writes across two servers on one ${TEST_DIALECT} database`, 
     servers = await Promise.all(
       [0, 1].map(async () => startServer({ ...env, SIGNROOM_DATA_DIR: TEST_DIALECT === 'sqlite' ? shared : freshDataDir(), PORT: String(await freePort()) })),
     );
-    // Both hold the organization's index before the writes start.
-    for (const server of [0, 1]) await lookup(server, 'searchQuery=acme');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Both hold the organization's index before the writes start (a lookup asks for it; /readyz says when it is held).
+    for (const server of [0, 1]) {
+      await lookup(server, 'searchQuery=acme');
+      for (const began = performance.now(); ;) {
+        const ready = (await (await fetch(`${url(server)}/readyz`)).json()) as { searchIndexes?: { organizations: number; loading: number } };
+        if (ready.searchIndexes !== undefined && ready.searchIndexes.organizations >= 1 && ready.searchIndexes.loading === 0) break;
+        assert.ok(performance.now() - began < 60_000, `server ${server} holds no index after a minute: ${JSON.stringify(ready)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
   });
   after(async () => {
     for (const server of servers) {

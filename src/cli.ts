@@ -17,6 +17,7 @@ import { revokeCredential, setCredential } from './directory/credential-changes.
 import { createToken, listTokens, revokeToken } from './auth/api-tokens.ts';
 import { DirectoryService } from './directory/directory-service.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
+import type { Actor } from './directory/audit.ts';
 import { importOptionsFor } from './search-index/index.ts';
 import { ListenError, serve } from './server.ts';
 
@@ -25,7 +26,7 @@ const USAGE = `Usage: signroom <command>
 Commands:
   serve [--demo]               Migrate the database and serve the API (--demo loads the demo data first)
   migrate                      Bring the database schema up to date
-  import FILE.json             Upsert organizations, users, rooms and credentials from a directory file
+  import FILE.json [--as NAME] Upsert organizations, users, rooms and credentials from a directory file
   demo                         Load the demo organization "demo" and the credential ${DEMO_USERNAME} / ${DEMO_PASSWORD}
   credential set USER ORGS     Create or change a credential; ORGS is "*" or a comma-separated list of
                                organization ids; the password is read from SIGNROOM_PASSWORD or standard input
@@ -68,7 +69,7 @@ async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], 
  */
 const IMPORT_SQLITE_MEMORY: SqliteMemory = { mmapBytes: 256 * 1024 * 1024, cacheBytes: 64 * 1024 * 1024 };
 
-async function runImport(config: Config, result: ValidationResult | OpenDirectoryFile): Promise<number> {
+async function runImport(config: Config, result: ValidationResult | OpenDirectoryFile, actor?: Actor): Promise<number> {
   try {
     const assertUnchanged = 'assertUnchanged' in result ? result.assertUnchanged : undefined;
     const sqliteMemory = {
@@ -79,6 +80,7 @@ async function runImport(config: Config, result: ValidationResult | OpenDirector
       importDirectory(db, result.file, result.problems, {
         ...importOptionsFor(config, (message) => console.error(`signroom: ${message}`)),
         ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}),
+        ...(actor !== undefined ? { actor } : {}),
       }),
     );
     console.log(
@@ -367,8 +369,10 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case 'import': {
-      const [file] = args;
-      if (file === undefined) throw new UsageError('import needs a file: signroom import FILE.json');
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { as: { type: 'string', default: 'cli' } } });
+      const [file, ...rest] = positionals;
+      if (file === undefined) throw new UsageError('import needs a file: signroom import FILE.json [--as NAME]');
+      if (rest.length > 0) throw new UsageError(`unexpected "${rest.join(' ')}"`);
       let directory: OpenDirectoryFile;
       try {
         directory = openDirectoryFile(file);
@@ -380,7 +384,7 @@ async function main(argv: string[]): Promise<number> {
         return 1;
       }
       try {
-        return await runImport(config, directory);
+        return await runImport(config, directory, { actor: values.as });
       } finally {
         directory.close();
       }
@@ -401,12 +405,18 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** node:util's parseArgs refusing the command line (ERR_PARSE_ARGS_UNKNOWN_OPTION, …_INVALID_OPTION_VALUE, …). */
+function isParseArgsError(error: unknown): error is Error {
+  return error instanceof Error && String((error as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_');
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof UsageError) {
+    // A bad option (unknown, or missing its value) is a bad command line too.
+    if (error instanceof UsageError || isParseArgsError(error)) {
       console.error(`signroom: ${error.message}\n\n${USAGE}`);
       process.exitCode = 2;
     } else if (error instanceof ListenError || error instanceof DatabaseUnavailableError || error instanceof SchemaNewerError) {

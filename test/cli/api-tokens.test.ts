@@ -100,6 +100,10 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
     assert.equal((await runCli(['token', 'create', 'acme', '--name', 'bad\u0007name'], env())).code, 2);
     assert.equal((await runCli(['token', 'create', 'acme', '--name', 'x'.repeat(201)], env())).code, 2);
     assert.equal((await runCli(['token', 'create'], env())).code, 2);
+    // --name without its value: the usage, not a stack trace.
+    const noName = await runCli(['token', 'create', 'acme', '--name'], env());
+    assert.equal(noName.code, 2);
+    assert.match(noName.stderr, /^signroom: .*--name.*\n\nUsage: signroom <command>/s);
     assert.equal(Number((await workspace.sql<{ n: number }>(sql`SELECT count(*) AS n FROM api_tokens`))[0]!.n), Number(before));
     assert.equal((await events('token.created')).length, 2);
   });

@@ -44,6 +44,35 @@ describe('bin/signroom user and room commands', () => {
     );
   });
 
+  it('records an import by the name given with --as, before or after the file, and refuses anything more', async () => {
+    const file = path.join(workspace.dataDir, 'directory.json');
+    for (const [args, name] of [
+      [['import', file, '--as', 'hr-sync'], 'hr-sync'],
+      [['import', '--as', 'hr-nightly', file], 'hr-nightly'],
+    ] as const) {
+      const before = (await events()).length;
+      const result = await runCli([...args], env());
+      assert.equal(result.code, 0, result.stderr);
+      const recorded = (await events()).slice(before).filter((event) => event.action === 'directory.imported');
+      assert.deepEqual(
+        recorded.map((event) => event.actor),
+        [name, name],
+      );
+    }
+    const before = (await events()).length;
+    for (const args of [
+      ['import', file, 'another.json'],
+      ['import', file, '--bogus'],
+      ['import', file, '--as'],
+    ]) {
+      const refused = await runCli(args, env());
+      assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+      assert.match(refused.stderr, /^signroom: .*\n\nUsage: signroom <command>/s);
+      assert.doesNotMatch(refused.stderr, /\n {4}at /, 'no stack trace');
+    }
+    assert.equal((await events()).length, before, 'nothing imported');
+  });
+
   it('adds, suspends and deletes a user, and changes a room, each through the writer and audited', async () => {
     const before = (await events()).length;
     const added = await runCli(['user', 'add', 'acme', '--id', 'cli1', '--email', 'cli1@acme.example', '--firstname', 'Cleo'], env());

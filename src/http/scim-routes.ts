@@ -102,6 +102,15 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     await options.directory.organization(request.params.organizationId);
     return send(reply, 200, schemas(base(request)));
   });
+  // Each one alone at the `location` its list gives (RFC 7644 §4): a resource type by its id, a schema by its URN.
+  app.get<{ Params: OrgParams & { id: string } }>('/:organizationId/ResourceTypes/:id', hidden, async (request, reply) => {
+    await options.directory.organization(request.params.organizationId);
+    return send(reply, 200, oneOf(resourceTypes(base(request)).Resources, request.params.id, 'resource type'));
+  });
+  app.get<{ Params: OrgParams & { id: string } }>('/:organizationId/Schemas/:id', hidden, async (request, reply) => {
+    await options.directory.organization(request.params.organizationId);
+    return send(reply, 200, oneOf(schemas(base(request)).Resources, request.params.id, 'schema'));
+  });
 
   app.get<{ Params: OrgParams; Querystring: ListQuery }>('/:organizationId/Users', hidden, async (request, reply) => {
     const { filter, attributes, excludedAttributes } = request.query;
@@ -174,11 +183,20 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   addMethodsNotAllowed(app);
 }
 
+/** The discovery resource with this id (ignoring case, as URNs compare); 404 otherwise. */
+function oneOf<T extends { id: string }>(resources: T[], id: string, what: string): T {
+  const found = resources.find((resource) => resource.id.toLowerCase() === id.toLowerCase());
+  if (found === undefined) throw new ScimError(404, `No ${what} "${id}".`);
+  return found;
+}
+
 /** The methods of each SCIM path: another is 405 with `Allow`, as a SCIM error. */
 const SCIM_PATHS: Record<string, string[]> = {
   '/:organizationId/ServiceProviderConfig': ['GET'],
   '/:organizationId/ResourceTypes': ['GET'],
   '/:organizationId/Schemas': ['GET'],
+  '/:organizationId/ResourceTypes/:id': ['GET'],
+  '/:organizationId/Schemas/:id': ['GET'],
   '/:organizationId/Users': ['GET', 'POST'],
   '/:organizationId/Users/:userId': ['GET', 'PUT', 'PATCH', 'DELETE'],
   '/:organizationId/Groups': ['GET', 'POST'],

@@ -1,5 +1,15 @@
 import { ScimError } from './scim-error.ts';
 
+/** The core schemas' URNs, lower-cased with their separator: a path may start with its resource's (RFC 7644 §3.10). */
+const CORE_PREFIXES = ['urn:ietf:params:scim:schemas:core:2.0:user:', 'urn:ietf:params:scim:schemas:core:2.0:group:'];
+
+/** A path without a core schema's URN in front: `urn:ietf:params:scim:schemas:core:2.0:User:name.givenName` is `name.givenName`. */
+export function unqualified(path: string): string {
+  const lower = path.toLowerCase();
+  const prefix = CORE_PREFIXES.find((candidate) => lower.startsWith(candidate));
+  return prefix === undefined ? path : path.slice(prefix.length);
+}
+
 /** Attributes every answer keeps, whatever `attributes` or `excludedAttributes` say (RFC 7643 §7 "returned: always"). */
 const ALWAYS = new Set(['id', 'schemas']);
 
@@ -9,7 +19,7 @@ export function attributeList(value: string | undefined, parameter: string): str
   if (value.length > 2_000) throw new ScimError(400, `"${parameter}" is longer than 2,000 characters.`, 'invalidValue');
   return value
     .split(',')
-    .map((path) => path.trim().toLowerCase())
+    .map((path) => unqualified(path.trim()).toLowerCase())
     .filter((path) => path !== '');
 }
 
@@ -41,11 +51,16 @@ export function projected(resource: Record<string, unknown>, attributes: string[
     for (const [key, value] of Object.entries(resource)) {
       const lower = key.toLowerCase();
       if (!ALWAYS.has(lower) && excluded.includes(lower)) continue;
-      const subs = excluded.filter((path) => path.startsWith(`${lower}.`)).map((path) => path.slice(lower.length + 1));
+      // Sub-attributes, as for `attributes`: `name.givenName`, `emails.type` (of every item), `urn:…:User:external`.
+      const separator = lower.startsWith('urn:') ? ':' : '.';
+      const subs = excluded.filter((path) => path.startsWith(`${lower}${separator}`)).map((path) => path.slice(lower.length + 1));
+      const drop = (item: object) => Object.fromEntries(Object.entries(item).filter(([sub]) => !subs.includes(sub.toLowerCase())));
       out[key] =
-        subs.length > 0 && typeof value === 'object' && value !== null && !Array.isArray(value)
-          ? Object.fromEntries(Object.entries(value).filter(([sub]) => !subs.includes(sub.toLowerCase())))
-          : value;
+        subs.length === 0 || typeof value !== 'object' || value === null
+          ? value
+          : Array.isArray(value)
+            ? value.map((item: unknown) => (typeof item === 'object' && item !== null ? drop(item) : item))
+            : drop(value);
     }
     return out;
   }

@@ -1,4 +1,5 @@
 import { parse, type Filter } from 'scim2-parse-filter';
+import { unqualified } from './attributes.ts';
 import { ScimError } from './scim-error.ts';
 
 /** The longest filter taken: identity providers send one `eq` or two joined by `and`. */
@@ -42,7 +43,7 @@ export function parseFilter(filter: string): Filter {
 function conditionsOf(node: Filter): UserCondition[] {
   if (node.op === 'and') return node.filters.flatMap(conditionsOf);
   if (node.op === '[]') {
-    const path = node.attrPath.toLowerCase();
+    const path = unqualified(node.attrPath).toLowerCase();
     const inner = node.valFilter;
     // emails[type eq "work"]: every user's one email is its work email.
     if (path === 'emails' && inner.op === 'eq' && inner.attrPath.toLowerCase() === 'type' && String(inner.compValue).toLowerCase() === 'work') return [];
@@ -51,7 +52,7 @@ function conditionsOf(node: Filter): UserCondition[] {
     throw unsupported(`${node.attrPath}[…]`);
   }
   if (node.op !== 'eq') throw unsupported(`the operator "${node.op}"`);
-  const attribute = ATTRIBUTES[node.attrPath.toLowerCase()];
+  const attribute = ATTRIBUTES[unqualified(node.attrPath).toLowerCase()];
   if (attribute === undefined) throw unsupported(`the attribute "${node.attrPath}"`);
   if (typeof node.compValue !== 'string') throw new ScimError(400, `"${node.attrPath}" is compared with a string.`, 'invalidFilter');
   return [{ attribute, value: node.compValue }];

@@ -1,6 +1,7 @@
 import { scimPatch, type ScimPatchOperation, type ScimResource } from 'scim-patch';
 import type { UserBody } from '../schemas/directory.ts';
 import { displayName } from '../domain/signatory-rules.ts';
+import { unqualified } from './attributes.ts';
 import { ScimError } from './scim-error.ts';
 
 /**
@@ -152,7 +153,7 @@ function checkAttribute(path: string): void {
  * 400 `noTarget`; anything scim-patch refuses, 400 `invalidValue` (`invalidSyntax` for the body).
  */
 export function patchScimUser(current: ScimUser, body: unknown): Record<string, unknown> {
-  const operations = patchOperations(body);
+  const operations = patchOperations(body).flatMap(withPathsApart);
   for (const operation of operations) {
     if (operation.path !== undefined) {
       checkAttribute(operation.path);
@@ -174,8 +175,43 @@ export function patchScimUser(current: ScimUser, body: unknown): Record<string, 
   try {
     return scimPatch(structuredClone(current) as unknown as ScimResource, kept, { mutateDocument: true }) as unknown as Record<string, unknown>;
   } catch (error) {
-    throw new ScimError(400, `The patch cannot be applied: ${(error as Error).message.replace(/^Invalid SCIM Patch: /, '')}`, 'invalidValue');
+    // A value filter that selects nothing is noTarget (RFC 7644 §3.5.2.3); anything else, an invalid value.
+    const scimType = (error as { scimCode?: string }).scimCode === 'noTarget' ? 'noTarget' : 'invalidValue';
+    throw new ScimError(400, `The patch cannot be applied: ${(error as Error).message.replace(/^Invalid SCIM Patch: /, '')}`, scimType);
   }
+}
+
+/**
+ * An operation as scim-patch takes it: a path without the core URN; the signroom extension named
+ * whole (as a path, or a pathless member) as one operation per attribute of it; and, in a
+ * pathless value, each member that is itself a path with a filter (Entra ID's pathless replace
+ * carries `emails[type eq "work"].value`) as an operation of its own. scim-patch would otherwise
+ * take those names for plain attributes and store them beside the user's, changing nothing.
+ */
+function withPathsApart(operation: ScimPatchOperation): ScimPatchOperation[] {
+  const { op } = operation;
+  const value = (operation as { value?: unknown }).value;
+  const extensionOps = (extension: unknown) =>
+    Object.entries(objectOf(extension, SIGNROOM_USER_SCHEMA)).map(([attribute, attributeValue]) => ({
+      op,
+      path: `${SIGNROOM_USER_SCHEMA}:${attribute}`,
+      value: attributeValue,
+    }));
+  if (operation.path !== undefined) {
+    const path = unqualified(operation.path);
+    if (op !== 'remove' && path.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase()) return extensionOps(value);
+    return [{ ...operation, path }];
+  }
+  if (op === 'remove' || typeof value !== 'object' || value === null || Array.isArray(value)) return [operation];
+  const plain: Record<string, unknown> = {};
+  const apart: ScimPatchOperation[] = [];
+  for (const [key, member] of Object.entries(value)) {
+    const name = unqualified(key);
+    if (name.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase()) apart.push(...extensionOps(member));
+    else if (name.includes('[')) apart.push({ op, path: name, value: member });
+    else plain[name] = member;
+  }
+  return Object.keys(plain).length === 0 ? apart : [{ ...operation, value: plain }, ...apart];
 }
 
 /** The operations of a PatchOp body, each `op` lower-cased; 400 `invalidSyntax` when the body is not one. */

@@ -232,6 +232,49 @@ describe('SCIM /Users', () => {
     assert.equal((await call('GET', `${SCIM}/Users?count=0`)).json().Resources.length, 0);
   });
 
+  it('takes names as the RFC allows them: a core URN in front, a filter or the extension inside a pathless value', async () => {
+    const created = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'quinn.qualified@acme.example', name: { givenName: 'Quinn' } });
+    assert.equal(created.statusCode, 201, created.body);
+    const id = created.json().id as string;
+    const patch = (operations: unknown) => call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: operations });
+    // Entra ID's pathless replace of several attributes, one of them a path with a filter.
+    const pathless = await patch([
+      {
+        op: 'Replace',
+        value: { 'name.familyName': 'Qualified', 'emails[type eq "work"].value': 'quinn.q@acme.example', [`${USER}:active`]: 'True', title: 'ignored' },
+      },
+    ]);
+    assert.equal(pathless.statusCode, 200, pathless.body);
+    assert.deepEqual([pathless.json().name.familyName, pathless.json().emails[0].value, pathless.json().active], ['Qualified', 'quinn.q@acme.example', true]);
+    assert.ok((await lookupEmails('searchQuery=quinn.q')).includes('quinn.q@acme.example'));
+    // The signroom extension named whole: pathless, or as the path.
+    const extension = 'urn:signroom:params:scim:schemas:extension:2.0:User';
+    assert.equal((await patch([{ op: 'replace', value: { [extension]: { external: true } } }])).json()[extension].external, true);
+    assert.equal((await patch([{ op: 'add', path: extension, value: { external: false } }])).json()[extension].external, false);
+    // A core attribute by its qualified path, in a patch, a filter and attribute lists.
+    assert.equal((await patch([{ op: 'replace', path: `${USER}:name.givenName`, value: 'Quin' }])).json().name.givenName, 'Quin');
+    const found = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(`${USER}:userName eq "QUINN.QUALIFIED@acme.example"`)}`);
+    assert.deepEqual(
+      found.json().Resources.map((user: { id: string }) => user.id),
+      [id],
+    );
+    const only = (await call('GET', `${SCIM}/Users/${id}?attributes=${USER}:userName,${USER}:name.givenName,${extension}:external`)).json();
+    assert.deepEqual(only, {
+      schemas: [USER, extension],
+      id,
+      userName: 'quinn.qualified@acme.example',
+      name: { givenName: 'Quin' },
+      [extension]: { external: false },
+    });
+    const without = (await call('GET', `${SCIM}/Users/${id}?excludedAttributes=${USER}:meta,emails.type,${extension}:external`)).json();
+    assert.equal(without.meta, undefined);
+    assert.deepEqual(without.emails, [{ value: 'quinn.q@acme.example', primary: true }]);
+    assert.deepEqual(without[extension], {});
+    // A value filter that selects nothing is noTarget, and changes nothing.
+    assertScimError(await patch([{ op: 'replace', path: 'emails[type eq "home"].value', value: 'home@acme.example' }]), 400, 'noTarget');
+    assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json().emails[0].value, 'quinn.q@acme.example');
+  });
+
   it('describes itself: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
     const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
     assert.deepEqual(
@@ -243,7 +286,16 @@ describe('SCIM /Users', () => {
       types.Resources.map((type: { endpoint: string }) => type.endpoint),
       ['/Users', '/Groups'],
     );
+    // Each one at the location its list gives (RFC 7644 §4).
+    for (const type of types.Resources) {
+      const alone = await call('GET', new URL(type.meta.location).pathname);
+      assert.equal(alone.statusCode, 200, alone.body);
+      assert.deepEqual(alone.json(), type);
+    }
+    assertScimError(await call('GET', `${SCIM}/ResourceTypes/Robot`), 404);
     const schemas = (await call('GET', `${SCIM}/Schemas`)).json();
+    for (const schema of schemas.Resources) assert.deepEqual((await call('GET', new URL(schema.meta.location).pathname)).json(), schema);
+    assertScimError(await call('GET', `${SCIM}/Schemas/urn:example:nothing`), 404);
     const user = schemas.Resources.find((schema: { id: string }) => schema.id === USER);
     assert.ok(user.attributes.some((attribute: { name: string; uniqueness: string }) => attribute.name === 'userName' && attribute.uniqueness === 'server'));
     const group = schemas.Resources.find((schema: { id: string }) => schema.id === 'urn:ietf:params:scim:schemas:core:2.0:Group');

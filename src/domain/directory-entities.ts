@@ -65,6 +65,7 @@ export function isObject(value: unknown): value is Json {
 }
 
 export function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (isJsonArray(value)) return 'an array';
   if (typeof value === 'number') return `number ${String(value)}`;

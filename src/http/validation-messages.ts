@@ -81,8 +81,8 @@ export function issueSentence(issue: ValidationIssue): string {
 
 /**
  * The parameter errors of a 400 from Ajv's issues: one sentence each, named by the field's dotted
- * path. A nullable field (`anyOf` of a type and null) that fails reports why its value is wrong,
- * not also that it is not null and matches no branch.
+ * path. A nullable field (`anyOf` of a type and null) that fails reports why its value (or a member
+ * of it) is wrong, not also that it is not null and matches no branch.
  */
 export function parameterErrors(issues: readonly ValidationIssue[], fallback: string): ParameterError[] {
   const named = issues.map((issue) => {
@@ -95,7 +95,10 @@ export function parameterErrors(issues: readonly ValidationIssue[], fallback: st
   const isUnionNoise = (issue: ValidationIssue) => issue.keyword === 'anyOf' || (issue.keyword === 'type' && issue.params['type'] === 'null');
   const errors: ParameterError[] = [];
   for (const { parameter, issue } of named) {
-    if (isUnionNoise(issue) && named.some((other) => other.parameter === parameter && !isUnionNoise(other.issue))) continue;
+    // Dropped when a real issue names the field or one of its members (`settings` beside `settings.foo`).
+    const explained = (other: (typeof named)[number]) =>
+      !isUnionNoise(other.issue) && (other.parameter === parameter || other.parameter.startsWith(`${parameter}.`));
+    if (isUnionNoise(issue) && named.some(explained)) continue;
     const message = issueSentence(issue);
     if (!errors.some((error) => error.parameter === parameter && error.message === message)) errors.push({ parameter, message });
   }

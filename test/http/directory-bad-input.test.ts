@@ -114,6 +114,19 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({}), 400, 'invalid-parameter', ['name']);
   });
 
+  it('names the bad fields only, and says what was wrong in words', async () => {
+    const root = { authorization: basic('root', 'root-password') };
+    for (const [payload, bad] of [
+      [{ settings: { foo: true } }, ['settings.foo']],
+      [{ name: 5, settings: { externalSignatories: 'yes' } }, ['name', 'settings.externalSignatories']],
+    ] as const) {
+      const problem = await refused('PATCH', `${API}/acme`, JSON.stringify(payload), 400, 'invalid-parameter', [...bad], root);
+      assert.deepEqual(problem.errors.map((error: { parameter: string }) => error.parameter).sort(), [...bad].sort(), JSON.stringify(problem));
+    }
+    const nullEmail = await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ email: null }), 400, 'invalid-parameter', ['email']);
+    assert.doesNotMatch(nullEmail.detail, /undefined/);
+  });
+
   it('refuses changing an id', async () => {
     await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ id: 'u9' }), 400, 'invalid-parameter', ['id']);
     await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({ id: 'other', name: 'B' }), 400, 'invalid-parameter', ['id']);

@@ -13,7 +13,7 @@ export async function insertAuditEvents(db: Kysely<Database>, rows: readonly Aud
   for (const batch of chunks(rows, AUDIT_EVENTS_PER_STATEMENT)) await db.insertInto('audit_events').values(batch).execute();
 }
 
-/** What the audit-events route filters on; `since` and `until` are ISO 8601 instants (inclusive, exclusive). */
+/** What the audit-events route filters on; `since` and `until` are ISO 8601 instants (both inclusive: an event's own `at` as either finds it). */
 export interface AuditEventQuery {
   orgId: string;
   action?: string | undefined;
@@ -27,7 +27,7 @@ function filtered(db: Kysely<Database>, query: AuditEventQuery) {
   if (query.action !== undefined) select = select.where('action', '=', query.action);
   if (query.actor !== undefined) select = select.where('actor', '=', query.actor);
   if (query.since !== undefined) select = select.where('at', '>=', query.since);
-  if (query.until !== undefined) select = select.where('at', '<', query.until);
+  if (query.until !== undefined) select = select.where('at', '<=', query.until);
   return select;
 }
 

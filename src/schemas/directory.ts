@@ -195,7 +195,7 @@ export const AuditEventQuery = Type.Object({
   action: Type.Optional(Type.String({ description: 'Only events of this action, e.g. user.created' })),
   actor: Type.Optional(Type.String({ description: 'Only events of this actor' })),
   since: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or after this instant (ISO 8601)' })),
-  until: Type.Optional(Type.String({ format: 'date-time', description: 'Only events before this instant (ISO 8601)' })),
+  until: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or before this instant (ISO 8601)' })),
 });
 
 export const IfMatchHeaders = Type.Object({

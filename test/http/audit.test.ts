@@ -98,6 +98,11 @@ describe('the audit trail', () => {
     assert.equal((await trail(`&since=${encodeURIComponent(future)}`)).totalElements, 0);
     assert.equal((await trail(`&until=${encodeURIComponent('2000-01-01T00:00:00Z')}`)).totalElements, 0);
     assert.equal((await trail(`&since=2000-01-01`)).totalElements, (await trail()).totalElements);
+    // Both ends are inclusive: an event's own instant as since and until finds it.
+    const one = all[0]!;
+    const at = encodeURIComponent(one.at);
+    const same = (await trail(`&since=${at}&until=${at}`)).content as { at: string }[];
+    assert.ok(same.length > 0 && same.every((event) => event.at === one.at), JSON.stringify(same));
     const bad = await send('GET', `${API}/acme/audit-events?since=yesterday`);
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().errors[0].parameter, 'since');

@@ -161,11 +161,13 @@ function optionalText(body: Json, key: string, problems: Collector): string | nu
   return stringAt(body, key, '', MAX_NAME_LENGTH, problems, true) ?? null;
 }
 
-/** The `name` of an organization or room body (`fallback`, its id, when left out); 400 when it is not a name. */
-/** The `name` of a body (an organization's or a room's), validated; `fallback` when absent. */
+/**
+ * The `name` of an organization or room body; `fallback` (its id) when left out or null, as on
+ * creation, so a `PUT` without it and a merge patch's `null` reset it; 400 when it is not a name.
+ */
 export function nameOf(body: Json, fallback: string): string {
   const problems = new Collector();
-  const name = body['name'] === undefined ? fallback : stringAt(body, 'name', '', MAX_NAME_LENGTH, problems, true);
+  const name = body['name'] === undefined || body['name'] === null ? fallback : stringAt(body, 'name', '', MAX_NAME_LENGTH, problems, true);
   if (name === undefined || problems.problems.length > 0) throw invalid(problems.problems);
   return name;
 }
@@ -324,9 +326,7 @@ export class DirectoryService {
     return changeDirectory(this.#db, orgId, actor, async (change) => {
       const current = tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId)));
       assertPrecondition(ifMatch, current);
-      const body = next(current.body);
-      if (body['name'] === undefined) throw invalid([{ path: 'name', message: 'is required' }]);
-      const name = nameOf(body, roomId);
+      const name = nameOf(next(current.body), roomId);
       await change.updateRoom(roomId, name, { changed: name === current.body.name ? [] : ['name'] });
       return tagged(toRoom((await findRoom(change.trx, orgId, roomId))!));
     });

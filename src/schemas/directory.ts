@@ -140,7 +140,7 @@ export const RoomCreate = Type.Object(
 export const RoomReplace = Type.Object(
   {
     id: Type.Optional(Type.String({ description: 'Must be the room id if sent' })),
-    name: Name,
+    name: Type.Optional(Type.Union([Name, Type.Null()], { description: 'Absent or null: the room id, as on creation' })),
     memberCount: Type.Optional(Type.Integer({ readOnly: true, description: 'Read-only: ignored when sent' })),
     createdAt: ReadOnlyInstant,
     updatedAt: ReadOnlyInstant,
@@ -150,7 +150,7 @@ export const RoomReplace = Type.Object(
 export const RoomPatch = Type.Object(
   {
     id: Type.Optional(Type.String({ description: 'Must be the room id if sent' })),
-    name: Type.Optional(Type.Union([Name, Type.Null()])),
+    name: Type.Optional(Type.Union([Name, Type.Null()], { description: 'null: the room id, as on creation' })),
     memberCount: Type.Optional(Type.Integer({ readOnly: true, description: 'Read-only: ignored when sent' })),
     createdAt: ReadOnlyInstant,
     updatedAt: ReadOnlyInstant,

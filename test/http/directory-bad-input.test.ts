@@ -108,10 +108,10 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     ]);
   });
 
-  it('refuses a missing email and a null email in a merge patch', async () => {
+  it('refuses a missing email, a null email in a merge patch and an empty room name', async () => {
     await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'x2' }), 400, 'invalid-parameter', ['email']);
     await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ email: null }), 400, 'invalid-parameter', ['email']);
-    await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({}), 400, 'invalid-parameter', ['name']);
+    await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({ name: '' }), 400, 'invalid-parameter', ['name']);
   });
 
   it('names the bad fields only, and says what was wrong in words', async () => {

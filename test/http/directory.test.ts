@@ -127,6 +127,12 @@ describe('directory management API', () => {
     assert.equal((await call('POST', `${API}/acme/rooms`, { id: 'deals', name: 'Again' })).json().code, 'room-exists');
     const renamed = await call('PATCH', `${API}/acme/rooms/deals`, { name: 'Big deals' });
     assert.equal(renamed.json().name, 'Big deals');
+    // The name is optional, as on creation (the room id then): PUT without it and a null merge patch reset it.
+    const replaced = await call('PUT', `${API}/acme/rooms/deals`, {});
+    assert.equal(replaced.statusCode, 200, replaced.body);
+    assert.equal(replaced.json().name, 'deals');
+    assert.equal((await call('PATCH', `${API}/acme/rooms/deals`, { name: 'Deals again' })).json().name, 'Deals again');
+    assert.equal((await call('PATCH', `${API}/acme/rooms/deals`, { name: null })).json().name, 'deals');
     assert.equal((await t.app.inject({ url: LOOKUP('acme', 'deals'), headers: { authorization: ACME } })).statusCode, 200);
     assert.equal((await call('DELETE', `${API}/acme/rooms/deals`)).statusCode, 204);
     assert.equal((await t.app.inject({ url: LOOKUP('acme', 'deals'), headers: { authorization: ACME } })).statusCode, 404);

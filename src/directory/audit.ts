@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { AuditAction } from '../domain/audit-actions.ts';
 import type { AuditEventRow } from '../repositories/audit-repository.ts';
+
+export type { AuditAction } from '../domain/audit-actions.ts';
 
 /**
  * The audit trail (contract section 10): who did what to which resource, one event per change,
@@ -12,24 +15,6 @@ export interface Actor {
   actor: string;
   requestId?: string | undefined;
 }
-
-export type AuditAction =
-  | 'organization.created'
-  | 'organization.updated'
-  | 'user.created'
-  | 'user.updated'
-  | 'user.deleted'
-  | 'room.created'
-  | 'room.updated'
-  | 'room.deleted'
-  | 'room.member.added'
-  | 'room.member.removed'
-  | 'document.uploaded'
-  | 'document.deleted'
-  | 'directory.imported'
-  | 'token.created'
-  | 'token.revoked'
-  | 'credential.changed';
 
 /** An audit event of a change, before it is stamped. */
 export function auditEvent(

@@ -1,8 +1,10 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { AUDIT_ACTIONS } from '../domain/audit-actions.ts';
 import { EMAIL_PATTERN, ID_PATTERN, MAX_EMAIL_LENGTH, MAX_NAME_LENGTH } from '../domain/directory-entities.ts';
 import { SORT_DIRECTIONS, SORT_FIELDS, USER_STATUSES } from '../domain/signatory-rules.ts';
 import { pageOf, PageQuery } from './page.ts';
 import type { ResponseHeader } from './problem.ts';
+import { stringEnum } from './string-enum.ts';
 
 /** The directory management API's schemas (contract section 8): what the routes validate and OpenAPI shows. */
 
@@ -24,10 +26,6 @@ const Status = Type.Unsafe<(typeof USER_STATUSES)[number]>({
 const Instant = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
 const ReadOnlyInstant = Type.Optional(Type.String({ readOnly: true, description: 'Read-only: ignored when sent' }));
 const ScimText = Type.Union([Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }), Type.Null()]);
-
-function stringEnum<T extends string>(values: readonly T[], options: { description: string; default?: T }) {
-  return Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
-}
 
 export const OrganizationPathParams = Type.Object({ organizationId: Type.String({ description: `Organization id: ${ID_DESCRIPTION}` }) });
 export const UserPathParams = Type.Object({ organizationId: Type.String(), userId: Type.String({ description: `User id: ${ID_DESCRIPTION}` }) });
@@ -192,7 +190,7 @@ export const UserListQuery = Type.Object({
 });
 export const AuditEventQuery = Type.Object({
   ...SmallPageQuery,
-  action: Type.Optional(Type.String({ description: 'Only events of this action, e.g. user.created' })),
+  action: Type.Optional(stringEnum(AUDIT_ACTIONS, { description: 'Only events of this action (any letter case), e.g. user.created' })),
   actor: Type.Optional(Type.String({ description: 'Only events of this actor' })),
   since: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or after this instant (ISO 8601)' })),
   until: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or before this instant (ISO 8601)' })),

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { pageOf, PageQuery } from './page.ts';
 import { PURPOSES, SORT_DIRECTIONS, SORT_FIELDS } from '../domain/signatory-rules.ts';
+import { stringEnum } from './string-enum.ts';
 
 const ID_DESCRIPTION = 'Identifier: letters, digits, ".", "_", "-"; 1–64 characters';
 
@@ -8,10 +9,6 @@ export const RoomPathParams = Type.Object({
   organizationId: Type.String({ description: `Organization id. ${ID_DESCRIPTION}` }),
   signingRoomId: Type.String({ description: `Signing room id. ${ID_DESCRIPTION}` }),
 });
-
-function stringEnum<T extends string>(values: readonly T[], options: { description: string; default?: T }) {
-  return Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
-}
 
 export const LookupQuery = Type.Object({
   searchQuery: Type.Optional(

@@ -106,6 +106,12 @@ describe('the audit trail', () => {
     const bad = await send('GET', `${API}/acme/audit-events?since=yesterday`);
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().errors[0].parameter, 'since');
+    // An action not in the trail's list is a mistake to point out, not an empty page; letter case does not matter.
+    const unknown = await send('GET', `${API}/acme/audit-events?action=user.renamed`);
+    assert.equal(unknown.statusCode, 400);
+    assert.equal(unknown.json().errors[0].parameter, 'action');
+    assert.match(unknown.json().errors[0].message, /user\.created/);
+    assert.equal((await trail('&action=USER.CREATED')).totalElements, created.totalElements);
     assert.ok(!all.some((event) => event.action === 'organization.created'));
   });
 

@@ -175,7 +175,8 @@ export function groupPatch(body: unknown, id: string): GroupChange {
 export function parseGroupFilter(filter: string): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] {
   const conditions = (node: Filter): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] => {
     if (node.op === 'and') return node.filters.flatMap(conditions);
-    const attribute = node.op === 'eq' ? ({ displayname: 'displayName', externalid: 'externalId', id: 'id' } as const)[unqualified(node.attrPath).toLowerCase()] : undefined;
+    const attribute =
+      node.op === 'eq' ? ({ displayname: 'displayName', externalid: 'externalId', id: 'id' } as const)[unqualified(node.attrPath).toLowerCase()] : undefined;
     if (node.op !== 'eq' || attribute === undefined || typeof node.compValue !== 'string') {
       throw new ScimError(400, 'The filter is not supported: use eq on displayName, externalId or id, joined by and.', 'invalidFilter');
     }

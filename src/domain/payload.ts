@@ -49,6 +49,20 @@ function withoutSpacing(text: string, jsonEscapes: boolean): string {
   return result;
 }
 
+const SPACES = new Set([0x20, 0x0a, 0x0d, 0x09]);
+/** JSON's escapes of line breaks and tabs (`\n`, `\r`, `\t`): white space inside a JSON string. */
+const ESCAPED_SPACES = new Set([0x6e, 0x72, 0x74]);
+
+/** Where the text in `bytes[start, end)` begins after white space (with `jsonEscapes`, escaped white space too). */
+function afterLeadingSpace(bytes: Buffer, start: number, end: number, jsonEscapes: boolean): number {
+  let at = start;
+  for (;;) {
+    if (at < end && SPACES.has(bytes[at]!)) at += 1;
+    else if (jsonEscapes && at + 1 < end && bytes[at] === BACKSLASH && ESCAPED_SPACES.has(bytes[at + 1]!)) at += 2;
+    else return at;
+  }
+}
+
 /**
  * Decodes base64 held in `source[start, end)`: RFC 4648, standard or URL-safe
  * alphabet (not mixed), padding optional but correct when present, unused bits
@@ -68,7 +82,10 @@ export function decodeBase64(
   { start = 0, end = source.length, jsonEscapes = false, inPlace = false }: { start?: number; end?: number; jsonEscapes?: boolean; inPlace?: boolean } = {},
 ): PayloadResult {
   const bytes = Buffer.from(source.buffer, source.byteOffset, source.byteLength);
-  const header = DATA_URI.exec(bytes.toString('latin1', start, Math.min(end, start + DATA_URI_MAX)));
+  // White space is ignored before a data URI's header too.
+  const first = afterLeadingSpace(bytes, start, end, jsonEscapes);
+  const header = DATA_URI.exec(bytes.toString('latin1', first, Math.min(end, first + DATA_URI_MAX)));
+  if (header !== null) start = first;
   let at = start + (header === null ? 0 : header[0].length);
 
   const output = inPlace ? bytes.subarray(start, end) : Buffer.allocUnsafe(Math.floor(((end - at) * 3) / 4) + 3);

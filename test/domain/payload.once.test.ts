@@ -27,6 +27,7 @@ describe('decodePayload', () => {
           `data:application/pdf;base64,${standard}`,
           standard.replace(/(.{76})/g, '$1\r\n'),
           ` ${standard.replace(/(.{60})/g, '$1\n')}\n`,
+          `\n  data:image/png;base64,${standard}\n`,
         ];
         const spelling = spellings[(variant + data.length) % spellings.length]!;
         assert.deepEqual(ok(spelling), bytes);

@@ -38,7 +38,7 @@ describe('parseUploadBody', () => {
 
   it('decodes the payload from the raw bytes, escapes included, like decodePayload', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.nat(5), (data, variant) => {
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.nat(6), (data, variant) => {
         const bytes = Buffer.from(data);
         const standard = bytes.toString('base64');
         const spellings = [
@@ -48,6 +48,7 @@ describe('parseUploadBody', () => {
           standard.replace(/(.{76})/g, '$1\r\n'),
           `data:application/pdf;base64,${standard}`,
           ` ${standard.replace(/(.{10})/g, '$1\t')} `,
+          `\r\n\t data:application/pdf;base64,${standard}\n`,
         ];
         const payload = spellings[variant % spellings.length]!;
         // JSON.stringify escapes the line breaks; also escape "/" and a letter as \u, as some encoders do.

@@ -143,7 +143,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
           username: request.username ?? '',
           actor: { actor: request.username ?? '', requestId: request.id },
           payload: decodedPayloads.get(request.body) ?? decodePayload(request.body.payload),
-          name: request.body.name,
+          name: request.body.name ?? undefined,
           idempotencyKey: request.headers['idempotency-key'],
         }),
       );

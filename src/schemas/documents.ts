@@ -16,7 +16,9 @@ export const UploadBody = Type.Object(
         'The file in base64 (RFC 4648, standard or URL-safe alphabet, padding optional, white space ignored), ' +
         'optionally behind a data:<type>;base64, header. PDF, PNG or JPEG, recognised by content.',
     }),
-    name: Type.Optional(Type.String({ maxLength: 255, description: 'A name to store with the document' })),
+    name: Type.Optional(
+      Type.Union([Type.String({ maxLength: 255 }), Type.Null()], { description: 'A name to store with the document; null is the same as none' }),
+    ),
   },
   { description: 'Other fields are ignored' },
 );

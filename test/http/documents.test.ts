@@ -90,9 +90,17 @@ describe('document upload and retrieval', () => {
       pdf.toString('base64').replace(/=+$/, ''),
       pdf.toString('base64').replace(/(.{76})/g, '$1\r\n'),
       `data:application/pdf;base64,${pdf.toString('base64')}`,
+      `\r\n data:application/pdf;base64,${pdf.toString('base64')}`,
     ]) {
       assert.equal((await upload({ payload })).statusCode, 201);
     }
+  });
+
+  it('takes a null name as none, as serializers send an optional field left empty', async () => {
+    const response = await upload({ payload: topHalfBlackPdf().toString('base64'), name: null });
+    assert.equal(response.statusCode, 201, response.body);
+    const metadata = (await t.app.inject({ url: `${DOCS()}/${response.json().id}`, headers: { authorization: auth } })).json();
+    assert.equal(metadata.name, null);
   });
 
   const badRequests: [string, unknown, string][] = [
@@ -102,6 +110,7 @@ describe('document upload and retrieval', () => {
     ['invalid base64', { payload: 'JVBERi0x*jQK' }, 'payload'],
     ['base64 with junk at the end', { payload: `${topHalfBlackPdf().toString('base64')}!` }, 'payload'],
     ['a name too long', { payload: 'JVBERi0xLjQK', name: 'x'.repeat(256) }, 'name'],
+    ['a name that is not a string', { payload: 'JVBERi0xLjQK', name: 7 }, 'name'],
   ];
   for (const [name, body, parameter] of badRequests) {
     it(`refuses ${name} with a 400 naming ${parameter}`, async () => {

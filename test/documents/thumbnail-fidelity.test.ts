@@ -162,7 +162,9 @@ async function inkOf(png: Buffer): Promise<number> {
 describe('thumbnails against poppler', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp();
+    // Fidelity, not the render budget (the hostile-PDF tests hold that): on a busy or slow machine a
+    // file near the 3 s default (a CJK fallback font loaded on first use) would become a placeholder.
+    t = await startTestApp({ SIGNROOM_RENDER_TIMEOUT_MS: '30000' });
     await t.importDirectory(DIRECTORY);
   });
   after(async () => {

@@ -6,7 +6,7 @@ import { patternSentence } from './validation-messages.ts';
  * Validates query strings and path parameters against the route's own TypeBox
  * schema, so the OpenAPI document and the validation cannot drift. Unlike a
  * generic JSON-Schema validator it parses text as the contract says: strict
- * int32 integers, `true`/`false` and enum values in any letter case, a value
+ * int32 integers, `true`/`false` and enum values in any letter case (unless marked exact), a value
  * given twice is an error, and every bad parameter is reported, not just the first.
  */
 
@@ -15,6 +15,8 @@ interface PropertySchema {
   pattern?: string;
   maxLength?: number;
   enum?: readonly string[];
+  /** The enum's values in their own letter case only (see schemas/string-enum.ts). */
+  'x-exact-case'?: boolean;
   minimum?: number;
   maximum?: number;
   default?: unknown;
@@ -56,9 +58,10 @@ function parseValue(text: string, schema: PropertySchema): Parsed {
         return { ok: false, message: patternSentence(schema.pattern) };
       }
       if (schema.enum === undefined) return { ok: true, value: text };
-      const match = schema.enum.find((allowed) => allowed.toLowerCase() === text.toLowerCase());
+      const exact = schema['x-exact-case'] === true;
+      const match = schema.enum.find((allowed) => (exact ? allowed === text : allowed.toLowerCase() === text.toLowerCase()));
       if (match !== undefined) return { ok: true, value: match };
-      return { ok: false, message: `must be one of ${schema.enum.join(', ')} (any letter case), got "${preview(text)}"` };
+      return { ok: false, message: `must be one of ${schema.enum.join(', ')}${exact ? '' : ' (any letter case)'}, got "${preview(text)}"` };
     }
   }
 }

@@ -28,7 +28,8 @@ export const LookupQuery = Type.Object({
       description: 'Deprecated. Filters by whether the user must be invited; ignored when purpose is given',
     }),
   ),
-  purpose: Type.Optional(stringEnum(PURPOSES, { description: 'Filters by the purpose of the request (any letter case)' })),
+  // Exact: contract section 3 makes sortBy and sortDirection case-insensitive, and any other purpose value a 400.
+  purpose: Type.Optional(stringEnum(PURPOSES, { description: 'Filters by the purpose of the request', exactCase: true })),
 });
 
 export const Signatory = Type.Object(

@@ -40,6 +40,8 @@ describe('lookup parameters and scoping', () => {
     ['?sortBy=', 'sortBy'],
     ['?sortDirection=up', 'sortDirection'],
     ['?purpose=EVERYONE', 'purpose'],
+    // Only sortBy and sortDirection are case-insensitive (contract section 3): another spelling of a purpose is unknown.
+    ['?purpose=signing_request_signatory', 'purpose'],
     ['?page=-1', 'page'],
     ['?page=1.5', 'page'],
     ['?page=abc', 'page'],
@@ -84,8 +86,8 @@ describe('lookup parameters and scoping', () => {
     );
   });
 
-  it('accepts values in any letter case and ignores unknown parameters', async () => {
-    const response = await get('?sortBy=EMAIL&sortDirection=desc&roomMember=TRUE&purpose=signing_request_delivery_recipient&whatever=1');
+  it('accepts sortBy, sortDirection and booleans in any letter case and ignores unknown parameters', async () => {
+    const response = await get('?sortBy=EMAIL&sortDirection=desc&roomMember=TRUE&purpose=SIGNING_REQUEST_DELIVERY_RECIPIENT&whatever=1');
     assert.equal(response.statusCode, 200);
     // purpose wins over roomMember: everyone, by email descending
     assert.deepEqual(

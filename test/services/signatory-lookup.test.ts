@@ -187,11 +187,8 @@ const queryArb = (orgs: ModelOrg[]) =>
         sortDirection: maybe(fc.constantFrom('ASC', 'desc', 'Desc', 'asc')),
         roomMember: maybe(fc.constantFrom('true', 'false', 'TRUE', 'False')),
         requiresInvitation: maybe(fc.constantFrom('true', 'false', 'tRuE')),
-        purpose: maybe(
-          fc
-            .constantFrom('SIGNING_REQUEST_SIGNATORY', 'SIGNATORY_INVITATION', 'PERMISSION_INVITATION', 'SIGNING_REQUEST_DELIVERY_RECIPIENT')
-            .chain(caseVariants),
-        ),
+        // As spelled: only sortBy and sortDirection are case-insensitive (contract section 3).
+        purpose: maybe(fc.constantFrom('SIGNING_REQUEST_SIGNATORY', 'SIGNATORY_INVITATION', 'PERMISSION_INVITATION', 'SIGNING_REQUEST_DELIVERY_RECIPIENT')),
       },
       { requiredKeys: ['org', 'room'] },
     ),

@@ -7,6 +7,9 @@ import { SearchField } from './search-field.tsx';
 import { UserForm, type UserDraft } from './user-form.tsx';
 
 const PAGE_SIZE = 20;
+/** Adding a member by email reads the users whose email or name contains it, this many at a time (the API's largest page), at most this many pages. */
+const FIND_USER_PAGE_SIZE = 2000;
+const FIND_USER_PAGES = 5;
 
 interface Props {
   client: ApiClient;
@@ -424,9 +427,13 @@ function MembersPanel({
 
   /** The user an administrator means by an email address or a user id. */
   async function findUser(text: string): Promise<User | undefined> {
-    const matches = await client.json<Page<User>>(`${organization}/users${query({ searchQuery: text, size: 50 })}`);
-    const byEmail = matches.content.find((user) => user.email.toLowerCase() === text.toLowerCase());
-    if (byEmail !== undefined) return byEmail;
+    // Every user whose email or name contains the text matches the search: the one whose email it is may be far down.
+    for (let page = 0; page < FIND_USER_PAGES; page++) {
+      const matches = await client.json<Page<User>>(`${organization}/users${query({ searchQuery: text, sortBy: 'email', size: FIND_USER_PAGE_SIZE, page })}`);
+      const byEmail = matches.content.find((user) => user.email.toLowerCase() === text.toLowerCase());
+      if (byEmail !== undefined) return byEmail;
+      if (matches.last) break;
+    }
     try {
       return await client.json<User>(`${organization}/users/${segment(text)}`);
     } catch (error) {

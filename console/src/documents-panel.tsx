@@ -64,7 +64,8 @@ export function DocumentsPanel({ client, organizationId, roomId, generation }: P
       setUploading(name);
       try {
         const payload = await readAsDataUrl(file);
-        await client.json(base, { method: 'POST', body: { payload, name: name.slice(0, 255) } });
+        // At most 255 characters, as the API counts them (code points): never cut inside an emoji.
+        await client.json(base, { method: 'POST', body: { payload, name: Array.from(name).slice(0, 255).join('') } });
         setBatch((current) => ({ uploaded: [...(current?.uploaded ?? []), name], problems: current?.problems ?? [] }));
         setVersion((value) => value + 1);
       } catch (error) {

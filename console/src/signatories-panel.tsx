@@ -52,8 +52,10 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
     [client, organizationId, roomId, searchQuery, purpose, page, sort?.by, sort?.direction, generation],
   );
   const data = result.data;
-  // Until the answer for what is in the box arrives, the count shown would be the last query's.
-  const pending = search.trim() !== searchQuery || result.loading;
+  // Until the answer for what is in the box arrives, the count shown would be the last query's; once
+  // its request has failed, the last query's rows are not shown as if they answered it.
+  const failed = search.trim() === searchQuery && result.failed;
+  const pending = search.trim() !== searchQuery || !result.current;
 
   function sortBy(field: SortField) {
     setSort(sort?.by === field && sort.direction === 'ASC' ? { by: field, direction: 'DESC' } : { by: field, direction: 'ASC' });
@@ -103,7 +105,13 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
         </div>
       </div>
       <p role="status" aria-live="polite" class="count">
-        {data === undefined ? 'Loading signatories…' : pending ? 'Searching…' : countText(data.totalElements, 'signatory', 'signatories')}
+        {failed
+          ? 'No signatories shown'
+          : data === undefined
+            ? 'Loading signatories…'
+            : pending
+              ? 'Searching…'
+              : countText(data.totalElements, 'signatory', 'signatories')}
       </p>
       {result.error !== undefined && (
         <p role="alert" class="error">
@@ -124,7 +132,7 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
             </tr>
           </thead>
           <tbody>
-            {(data?.content ?? []).map((signatory) => (
+            {(failed ? [] : (data?.content ?? [])).map((signatory) => (
               <tr key={signatory.email}>
                 <td>{signatory.displayName}</td>
                 <td class="email">{signatory.email}</td>
@@ -135,7 +143,7 @@ export function SignatoriesPanel({ client, organizationId, roomId, generation }:
           </tbody>
         </table>
       </div>
-      <Pager page={page} totalPages={data?.totalPages ?? 0} onPage={setPage} />
+      <Pager page={page} totalPages={failed ? 0 : (data?.totalPages ?? 0)} onPage={setPage} />
     </section>
   );
 }

@@ -243,9 +243,19 @@ describe('admin console', () => {
     const live = page.getByRole('status');
     assert.equal(await live.getAttribute('aria-live'), 'polite');
     const search = page.getByRole('searchbox', { name: 'Search signatories' });
-    await search.pressSequentially('mull', { delay: 30 });
+    const before = `${await lookupTotal({})} signatories`;
+    await expectStatus(page, before);
+    // Every text the live region shows while typing, to be sure none is the count of the query before.
+    await live.evaluate((region) => {
+      const shown: string[] = [];
+      (window as unknown as { shownStatuses: string[] }).shownStatuses = shown;
+      new MutationObserver(() => shown.push(region.textContent ?? '')).observe(region, { childList: true, characterData: true, subtree: true });
+    });
+    await search.pressSequentially('mull', { delay: 60 });
     await expectStatus(page, `${await lookupTotal({ searchQuery: 'mull' })} signator(y|ies)`);
     assert.deepEqual(await names(page), ['Anna Müller']);
+    const shown = await page.evaluate(() => (window as unknown as { shownStatuses: string[] }).shownStatuses);
+    assert.ok(!shown.includes(before), `the live region said the earlier count while the new search ran: ${JSON.stringify(shown)}`);
 
     await search.fill('person number1');
     await expectStatus(page, '10 signatories');
@@ -415,9 +425,28 @@ describe('admin console', () => {
     await page.getByText('Created the room “Supervisory board”.').waitFor();
     await page.getByRole('combobox', { name: 'Room' }).selectOption('supervisory');
     await page.getByRole('heading', { name: 'Members of “Supervisory board”' }).waitFor();
+    // More users than one page whose emails contain Carla's, all sorting before her by email and by name.
+    const namesakes = Array.from({ length: 55 }, (_, k) => `a${String(k).padStart(2, '0')}.carla@acme.example`);
+    for (const email of namesakes) {
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v3/organizations/acme/users',
+        headers: { authorization: ADMIN, 'content-type': 'application/json' },
+        payload: { id: email.slice(0, 3), firstname: 'Aaron', lastname: 'Aardvark', email },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+    }
     await page.getByRole('textbox', { name: 'New member' }).fill('CARLA@acme.example');
     await page.getByRole('button', { name: 'Add member' }).click();
     await page.getByText('Added Carlotta Console to “Supervisory board”.').waitFor();
+    for (const email of namesakes) {
+      const deleted = await t.app.inject({
+        method: 'DELETE',
+        url: `/admin/api/v3/organizations/acme/users/${email.slice(0, 3)}`,
+        headers: { authorization: ADMIN },
+      });
+      assert.equal(deleted.statusCode, 204, deleted.body);
+    }
     const members = async () =>
       (
         (await t.app.inject({ url: '/admin/api/v3/organizations/acme/rooms/supervisory/members', headers: { authorization: ADMIN } })).json().content as {
@@ -485,6 +514,9 @@ describe('admin console', () => {
     await t.sql(sql`UPDATE credentials SET organizations = '["acme"]' WHERE username = 'narrowed-admin'`);
     await page.getByRole('searchbox', { name: 'Search signatories' }).fill('olga');
     await page.getByRole('alert').filter({ hasText: 'Your credential does not cover this organization.' }).waitFor();
+    // The rows and count of the search before are not left standing as if they answered this one.
+    await expectStatus(page, 'No signatories shown');
+    assert.equal(await page.locator('tbody tr').count(), 0);
     await noSeriousViolations(page, 'the signing room view of an organization the credential no longer covers');
     assert.deepEqual(scriptErrors, []);
     await page.context().close();

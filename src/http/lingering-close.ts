@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** How long, at most, a connection closed after an early answer goes on reading what its client still sends (nginx's `lingering_time`). */
@@ -17,18 +17,23 @@ export const LINGER_IDLE_MS = 5_000;
  * closes, nothing came for LINGER_IDLE_MS or LINGER_TOTAL_MS have passed.
  * Answers to complete requests close as Node closes them.
  *
- * Returns what ends every lingering connection at once (for shutdown).
+ * Returns what ends every lingering connection at once and lingers no more (for shutdown).
  */
 export function closeLingering(server: Server): () => void {
   const lingering = new Set<Socket>();
-  const current = new WeakMap<Socket, IncomingMessage>();
-  server.prependListener('request', (request: IncomingMessage) => current.set(request.socket, request));
+  /** The request whose answer was finished last on each connection (not the newest parsed: one may be pipelined behind it). */
+  const answered = new WeakMap<Socket, IncomingMessage>();
+  let stopped = false;
+  server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    // Ahead of Node's own 'finish' listener, which is what calls destroySoon.
+    response.prependOnceListener('finish', () => answered.set(request.socket, request));
+  });
   server.on('connection', (socket: Socket) => {
     const destroySoon = socket.destroySoon.bind(socket);
     // Node's server calls destroySoon once an answer that ends its connection has been written.
     socket.destroySoon = () => {
-      const request = current.get(socket);
-      if (request === undefined || request.complete || socket.destroyed) {
+      const request = answered.get(socket);
+      if (stopped || request === undefined || request.complete || socket.destroyed) {
         destroySoon();
         return;
       }
@@ -36,6 +41,7 @@ export function closeLingering(server: Server): () => void {
     };
   });
   return () => {
+    stopped = true;
     for (const socket of lingering) socket.destroy();
   };
 }
@@ -49,18 +55,19 @@ function linger(socket: Socket, request: IncomingMessage, lingering: Set<Socket>
     else socket.once('finish', stop);
   };
   const total = setTimeout(stop, LINGER_TOTAL_MS);
-  let idle = setTimeout(stop, LINGER_IDLE_MS);
+  // Judged by the bytes the connection reads: Node's parser gives a dumped request's body to no one.
+  let read = socket.bytesRead;
+  const idle = setInterval(() => {
+    if (socket.bytesRead === read) stop();
+    read = socket.bytesRead;
+  }, LINGER_IDLE_MS);
   socket.once('close', () => {
     clearTimeout(total);
-    clearTimeout(idle);
+    clearInterval(idle);
     lingering.delete(socket);
   });
   // Node's server reads the rest of the body off the wire and drops it (the request is dumped
   // once its answer is sent, or was left flowing by a body reader that gave up).
-  request.on('data', () => {
-    clearTimeout(idle);
-    idle = setTimeout(stop, LINGER_IDLE_MS);
-  });
   request.once('end', over);
   socket.once('end', over);
   request.resume();

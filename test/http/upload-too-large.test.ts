@@ -149,7 +149,7 @@ describe('413 answers that clients read', () => {
     });
   }
 
-  it('reads the rest of an over-large body only while it keeps coming: a client that stops sending is closed after the idle bound', async () => {
+  it('reads the rest of an over-large body while it keeps coming, longer than the idle bound, and lets go once it stops', async () => {
     const { port, pathname } = new URL(url);
     // Half-open allowed: the client keeps its side open after the server's end, as a client still sending would.
     const accepted = once(t.app.server, 'connection') as Promise<[Socket]>;
@@ -158,28 +158,36 @@ describe('413 answers that clients read', () => {
     const [held] = await accepted;
     const released = once(held, 'close');
     let answer = '';
+    let failed: Error | undefined;
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (answer += chunk));
-    socket.on('error', () => {});
+    socket.on('error', (error) => (failed = error));
     const declared = BODY_LIMIT * 10;
-    // Started before the request: the server's idle bound starts later, once it has answered.
-    const started = performance.now();
+    const body = bodyOfLength(declared);
     socket.write(
       `POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
     );
-    // A part of the body, then nothing more: the answer comes with the server's end of the connection.
-    socket.write(bodyOfLength(declared).slice(0, 64 * 1024));
+    // The answer comes with the server's end of the connection, while the body has hardly begun.
+    socket.write(body.slice(0, 16 * 1024));
     await once(socket, 'end');
     assert.match(answer, /^HTTP\/1\.1 413 /);
     assert.match(answer, /\r\nconnection: close\r\n/i);
     assert.match(answer, /"code":"payload-too-large"/);
-    // The server holds the connection for the rest of the body, then lets it go once none came for the idle bound.
     assert.equal(held.remotePort, socket.localPort);
-    assert.equal(held.destroyed, false);
+    // More of the body, a little at a time, for longer than the idle bound: all of it read, none refused.
+    let sent = 16 * 1024;
+    for (const began = performance.now(); performance.now() - began < LINGER_IDLE_MS + 1_500; sent += 16 * 1024) {
+      socket.write(body.slice(sent, sent + 16 * 1024));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.equal(failed, undefined, `the client met ${String(failed)} while still sending`);
+    assert.equal(held.destroyed, false, 'still read while the body keeps coming');
+    // Then nothing more: the server lets the connection go once none came for the idle bound.
+    const stoppedSending = performance.now();
     await released;
-    const seconds = (performance.now() - started) / 1000;
+    const seconds = (performance.now() - stoppedSending) / 1000;
     socket.destroy();
-    assert.ok(seconds >= LINGER_IDLE_MS / 1000, `let go after ${seconds.toFixed(1)} s`);
+    assert.ok(seconds >= LINGER_IDLE_MS / 1000, `let go ${seconds.toFixed(1)} s after the last bytes`);
   });
 
   it('still stores a document within the limit afterwards', async () => {

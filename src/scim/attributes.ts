@@ -1,12 +1,16 @@
 import { ScimError } from './scim-error.ts';
 
 /** The core schemas' URNs, lower-cased with their separator: a path may start with its resource's (RFC 7644 §3.10). */
-const CORE_PREFIXES = ['urn:ietf:params:scim:schemas:core:2.0:user:', 'urn:ietf:params:scim:schemas:core:2.0:group:'];
+const CORE_PREFIXES = { User: 'urn:ietf:params:scim:schemas:core:2.0:user:', Group: 'urn:ietf:params:scim:schemas:core:2.0:group:' };
 
-/** A path without a core schema's URN in front: `urn:ietf:params:scim:schemas:core:2.0:User:name.givenName` is `name.givenName`. */
-export function unqualified(path: string): string {
+/**
+ * A path without its resource's core schema URN in front: `urn:ietf:params:scim:schemas:core:2.0:User:name.givenName`
+ * is `name.givenName` for a User. Without a resource (attribute lists, shared by both), either URN.
+ */
+export function unqualified(path: string, resource?: 'User' | 'Group'): string {
   const lower = path.toLowerCase();
-  const prefix = CORE_PREFIXES.find((candidate) => lower.startsWith(candidate));
+  const prefixes = resource === undefined ? Object.values(CORE_PREFIXES) : [CORE_PREFIXES[resource]];
+  const prefix = prefixes.find((candidate) => lower.startsWith(candidate));
   return prefix === undefined ? path : path.slice(prefix.length);
 }
 

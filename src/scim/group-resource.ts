@@ -122,12 +122,12 @@ export function groupPatch(body: unknown, id: string): GroupChange {
   for (const [k, operation] of patchOperations(body).entries()) {
     const { op, path } = operation as { op: 'add' | 'replace' | 'remove'; path?: string };
     const value = (operation as { value?: unknown }).value;
-    const attribute = path === undefined ? undefined : unqualified(path.trim()).toLowerCase();
+    const attribute = path === undefined ? undefined : unqualified(path.trim(), 'Group').toLowerCase();
     if (attribute === undefined) {
       if (typeof value !== 'object' || value === null || Array.isArray(value))
         throw new ScimError(400, `Operations[${k}].value must be an object.`, 'invalidValue');
       for (const [key, member] of Object.entries(value)) {
-        const name = unqualified(key).toLowerCase();
+        const name = unqualified(key, 'Group').toLowerCase();
         if (name === 'id' && member === id) continue;
         if (name === 'displayname') change.name = nameValue(member);
         else if (name === 'externalid') change.externalId = externalIdValue(member);
@@ -176,7 +176,9 @@ export function parseGroupFilter(filter: string): { attribute: 'displayName' | '
   const conditions = (node: Filter): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] => {
     if (node.op === 'and') return node.filters.flatMap(conditions);
     const attribute =
-      node.op === 'eq' ? ({ displayname: 'displayName', externalid: 'externalId', id: 'id' } as const)[unqualified(node.attrPath).toLowerCase()] : undefined;
+      node.op === 'eq'
+        ? ({ displayname: 'displayName', externalid: 'externalId', id: 'id' } as const)[unqualified(node.attrPath, 'Group').toLowerCase()]
+        : undefined;
     if (node.op !== 'eq' || attribute === undefined || typeof node.compValue !== 'string') {
       throw new ScimError(400, 'The filter is not supported: use eq on displayName, externalId or id, joined by and.', 'invalidFilter');
     }

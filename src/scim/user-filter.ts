@@ -43,7 +43,7 @@ export function parseFilter(filter: string): Filter {
 function conditionsOf(node: Filter): UserCondition[] {
   if (node.op === 'and') return node.filters.flatMap(conditionsOf);
   if (node.op === '[]') {
-    const path = unqualified(node.attrPath).toLowerCase();
+    const path = unqualified(node.attrPath, 'User').toLowerCase();
     const inner = node.valFilter;
     // emails[type eq "work"]: every user's one email is its work email.
     if (path === 'emails' && inner.op === 'eq' && inner.attrPath.toLowerCase() === 'type' && String(inner.compValue).toLowerCase() === 'work') return [];
@@ -52,7 +52,7 @@ function conditionsOf(node: Filter): UserCondition[] {
     throw unsupported(`${node.attrPath}[…]`);
   }
   if (node.op !== 'eq') throw unsupported(`the operator "${node.op}"`);
-  const attribute = ATTRIBUTES[unqualified(node.attrPath).toLowerCase()];
+  const attribute = ATTRIBUTES[unqualified(node.attrPath, 'User').toLowerCase()];
   if (attribute === undefined) throw unsupported(`the attribute "${node.attrPath}"`);
   if (typeof node.compValue !== 'string') throw new ScimError(400, `"${node.attrPath}" is compared with a string.`, 'invalidFilter');
   return [{ attribute, value: node.compValue }];

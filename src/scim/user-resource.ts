@@ -198,7 +198,7 @@ function withPathsApart(operation: ScimPatchOperation): ScimPatchOperation[] {
       value: attributeValue,
     }));
   if (operation.path !== undefined) {
-    const path = unqualified(operation.path);
+    const path = unqualified(operation.path, 'User');
     if (op !== 'remove' && path.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase()) return extensionOps(value);
     return [{ ...operation, path }];
   }
@@ -206,7 +206,7 @@ function withPathsApart(operation: ScimPatchOperation): ScimPatchOperation[] {
   const plain: Record<string, unknown> = {};
   const apart: ScimPatchOperation[] = [];
   for (const [key, member] of Object.entries(value)) {
-    const name = unqualified(key);
+    const name = unqualified(key, 'User');
     if (name.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase()) apart.push(...extensionOps(member));
     else if (name.includes('[')) apart.push({ op, path: name, value: member });
     else plain[name] = member;

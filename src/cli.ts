@@ -51,6 +51,9 @@ Commands:
 Directory, credential and token commands are audited with actor "cli", or the name given with --as NAME.
 Configuration comes from environment variables (see README).`;
 
+/** `--as NAME`: who the audit trail says acted, for the commands that change something (`cli` by default). */
+const ACTOR_OPTION = { as: { type: 'string', default: 'cli' } } as const;
+
 /** Thrown for a bad command line: printed with the usage, exit status 2. */
 class UsageError extends Error {}
 
@@ -134,7 +137,7 @@ async function readPassword(config: Config): Promise<string> {
 }
 
 async function credentialCommand(config: Config, args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { as: { type: 'string', default: 'cli' } } });
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: ACTOR_OPTION });
   const actor = { actor: values.as };
   const [action, username, orgs] = positionals;
   if (action === 'revoke' && username !== undefined) {
@@ -162,7 +165,7 @@ async function tokenCommand(config: Config, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { as: { type: 'string', default: 'cli' }, name: { type: 'string', default: '' }, json: { type: 'boolean', default: false } },
+    options: { ...ACTOR_OPTION, name: { type: 'string', default: '' }, json: { type: 'boolean', default: false } },
   });
   const actor = { actor: values.as };
   const [action, target, ...rest] = positionals;
@@ -208,7 +211,7 @@ async function directoryCommand(config: Config, noun: 'user' | 'room', args: str
     args,
     allowPositionals: true,
     options: {
-      as: { type: 'string', default: 'cli' },
+      ...ACTOR_OPTION,
       id: { type: 'string' },
       email: { type: 'string' },
       firstname: { type: 'string' },
@@ -272,7 +275,7 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { name: { type: 'string' }, as: { type: 'string', default: 'cli' } },
+    options: { name: { type: 'string' }, ...ACTOR_OPTION },
   });
   const [orgId, roomId, file] = positionals;
   if (orgId === undefined || roomId === undefined || file === undefined || positionals.length > 3) {
@@ -369,7 +372,7 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case 'import': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { as: { type: 'string', default: 'cli' } } });
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: ACTOR_OPTION });
       const [file, ...rest] = positionals;
       if (file === undefined) throw new UsageError('import needs a file: signroom import FILE.json [--as NAME]');
       if (rest.length > 0) throw new UsageError(`unexpected "${rest.join(' ')}"`);

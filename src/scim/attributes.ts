@@ -41,12 +41,9 @@ export function projected(resource: Record<string, unknown>, attributes: string[
         out[key] = value;
         continue;
       }
-      // Sub-attributes: `name.givenName`, or an extension's `urn:…:User:external`.
-      const separator = lower.startsWith('urn:') ? ':' : '.';
-      const names = attributes.filter((path) => path.startsWith(`${lower}${separator}`)).map((path) => path.slice(lower.length + 1));
+      const names = subAttributes(attributes, lower);
       if (names.length === 0 || typeof value !== 'object' || value === null) continue;
-      const pick = (item: object) => Object.fromEntries(Object.entries(item).filter(([sub]) => names.includes(sub.toLowerCase())));
-      out[key] = Array.isArray(value) ? value.map((item: object) => pick(item)) : pick(value);
+      out[key] = withMembers(value, (sub) => names.includes(sub));
     }
     return out;
   }
@@ -55,18 +52,23 @@ export function projected(resource: Record<string, unknown>, attributes: string[
     for (const [key, value] of Object.entries(resource)) {
       const lower = key.toLowerCase();
       if (!ALWAYS.has(lower) && excluded.includes(lower)) continue;
-      // Sub-attributes, as for `attributes`: `name.givenName`, `emails.type` (of every item), `urn:…:User:external`.
-      const separator = lower.startsWith('urn:') ? ':' : '.';
-      const subs = excluded.filter((path) => path.startsWith(`${lower}${separator}`)).map((path) => path.slice(lower.length + 1));
-      const drop = (item: object) => Object.fromEntries(Object.entries(item).filter(([sub]) => !subs.includes(sub.toLowerCase())));
-      out[key] =
-        subs.length === 0 || typeof value !== 'object' || value === null
-          ? value
-          : Array.isArray(value)
-            ? value.map((item: unknown) => (typeof item === 'object' && item !== null ? drop(item) : item))
-            : drop(value);
+      const subs = subAttributes(excluded, lower);
+      out[key] = subs.length === 0 || typeof value !== 'object' || value === null ? value : withMembers(value, (sub) => !subs.includes(sub));
     }
     return out;
   }
   return resource;
+}
+
+/** The sub-attributes of `attribute` (lower-cased) that `paths` name: `name.givenName`, `emails.type`, an extension's `urn:…:User:external`. */
+function subAttributes(paths: readonly string[], attribute: string): string[] {
+  const prefix = `${attribute}${attribute.startsWith('urn:') ? ':' : '.'}`;
+  return paths.filter((path) => path.startsWith(prefix)).map((path) => path.slice(prefix.length));
+}
+
+/** A complex value, or each item of a multi-valued one, with only the members (by lower-cased name) `keep` says. */
+function withMembers(value: object, keep: (name: string) => boolean): unknown {
+  const filtered = (item: unknown) =>
+    typeof item === 'object' && item !== null ? Object.fromEntries(Object.entries(item).filter(([sub]) => keep(sub.toLowerCase()))) : item;
+  return Array.isArray(value) ? value.map(filtered) : filtered(value);
 }

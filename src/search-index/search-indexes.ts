@@ -750,8 +750,9 @@ export class SearchIndexes {
   #placeMembers(orgId: string, ready: Ready, roomId: string, read: PendingMembers): 'held' | 'pending' | 'dropped' | 'no room' {
     if (ready.rooms.has(roomId)) return 'held';
     if (read.version > ready.index.version) {
-      // A copy: the largest rooms' read is one array, which a view would keep whole.
-      (ready.pendingRooms ??= new Map()).set(roomId, { ...read, seqs: read.seqs.slice() });
+      // A view into the largest rooms' one array would keep it whole: a copy then (once: kept pending, it is its own).
+      const seqs = read.seqs.byteLength === read.seqs.buffer.byteLength ? read.seqs : read.seqs.slice();
+      (ready.pendingRooms ??= new Map()).set(roomId, { ...read, seqs });
       return 'pending';
     }
     const members = this.#membersAt(ready, roomId, read);

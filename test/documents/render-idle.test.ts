@@ -16,6 +16,7 @@ import { renderWorkers, upload } from '../helpers/render-processes.ts';
 import { inspectPng } from '../helpers/images.ts';
 import { topHalfBlackPdf } from '../helpers/pdf.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -31,13 +32,7 @@ async function assertThumbnail(response: Awaited<ReturnType<typeof upload>>): Pr
 }
 
 /** Waits (up to 20 s) until `done` holds. */
-async function waitFor(what: string, done: () => boolean | Promise<boolean>): Promise<void> {
-  for (let tries = 0; tries < 400; tries++) {
-    if (await done()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  assert.fail(`waited 20 s for ${what}`);
-}
+const waitFor = (what: string, done: () => boolean | Promise<boolean>) => waitUntil(what, done, { withinMs: 20_000, everyMs: 50 });
 
 const gone = (pid: number) => !existsSync(`/proc/${pid}`);
 

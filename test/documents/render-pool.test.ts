@@ -9,6 +9,7 @@ import { contentStreamBomb, hostilePdfs, makePdf, rawPdf, topHalfBlackPdf } from
 import { compareWithPoppler, FAITHFUL_DIFFERENCE, popplerPage1 } from '../helpers/poppler.ts';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 import type { RenderPool } from '../../src/documents/render-pool.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const auth = ACME_AUTH;
 
@@ -74,11 +75,8 @@ describe('render budget against hostile PDFs', () => {
 });
 
 /** Waits until the render pool's processes are as `holds` says (polled; fails after a minute). */
-async function renderProcesses(t: TestApp, what: string, holds: (processes: RenderPool['processes']) => boolean): Promise<void> {
-  for (const began = performance.now(); !holds(t.app.renderer.processes);) {
-    assert.ok(performance.now() - began < 60_000, `waited a minute for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+function renderProcesses(t: TestApp, what: string, holds: (processes: RenderPool['processes']) => boolean): Promise<void> {
+  return waitUntil(what, () => holds(t.app.renderer.processes));
 }
 /** None busy (its memory checked after the last render too): a process frozen now is frozen idle. */
 const allIdle = (t: TestApp) => renderProcesses(t, 'the render processes to be idle', (processes) => processes.busy === 0);

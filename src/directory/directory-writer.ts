@@ -182,6 +182,7 @@ export class DirectoryChange {
       this.orgId,
       rooms.map((room) => room.room_id),
       this.version,
+      this.at,
     );
     const gone = userRow(this.orgId, { id: existing.id, firstname: null, lastname: null, email: '', external: false, status: 'active' }, this.version, this.at);
     await this.trx
@@ -279,7 +280,7 @@ export class DirectoryChange {
   }
 
   #membership(roomId: string, user: UserRecord): MembershipChange {
-    return { orgId: this.orgId, roomId, userId: user.id, kind: kindOf(user), version: this.version };
+    return { orgId: this.orgId, roomId, userId: user.id, kind: kindOf(user), version: this.version, at: this.at };
   }
 }
 

@@ -237,6 +237,8 @@ export interface MembershipChange {
   /** The user's kind, as the room's tally counts it. */
   kind: TallyKind;
   version: number;
+  /** When the change is made: the room's `updated_at` (its member count is part of it). */
+  at: string;
 }
 
 /**
@@ -247,13 +249,13 @@ export interface MembershipChange {
  * wait for it.
  */
 export async function changeMembership(trx: Transaction<Database>, change: MembershipChange, add: boolean): Promise<boolean> {
-  const { orgId, roomId, userId, version } = change;
+  const { orgId, roomId, userId, version, at } = change;
   const delta = add ? 1 : -1;
   const membership = add
     ? sql`insert into room_members (org_id, room_id, user_id) values (${orgId}, ${roomId}, ${userId}) on conflict do nothing returning org_id, room_id`
     : sql`delete from room_members where org_id = ${orgId} and room_id = ${roomId} and user_id = ${userId} returning org_id, room_id`;
   if (dialectOf(trx) === 'postgres') {
-    const marks = membersEditedStatements(trx, orgId, [roomId], version, userId, sql<boolean>`exists (select 1 from changed)`);
+    const marks = membersEditedStatements(trx, orgId, [roomId], version, at, userId, sql<boolean>`exists (select 1 from changed)`);
     const { rows } = await sql<{ changed: number }>`
       with changed as (${membership}),
       tallied as (${tallyStatement(sql`select org_id, room_id from changed`, [{ kind: change.kind, delta }])}),
@@ -264,13 +266,14 @@ export async function changeMembership(trx: Transaction<Database>, change: Membe
   const { rows } = await membership.execute(trx);
   if (rows.length === 0) return false;
   await moveInRoomTally(trx, orgId, roomId, change.kind, delta);
-  await markMembersEdited(trx, orgId, [roomId], version, userId);
+  await markMembersEdited(trx, orgId, [roomId], version, at, userId);
   return true;
 }
 
 /**
  * Marks one user's membership of these rooms changed in `version`, for the search indexes: the
- * rooms as edited, the user (if given) as changed, so an index holding a room's members lays the
+ * rooms as edited (and updated `at`: a room's member count, a group's members are part of it), the
+ * user (if given) as changed, so an index holding a room's members lays the
  * user's memberships over them (instead of reading the room's members again).
  */
 export async function markMembersEdited(
@@ -278,10 +281,11 @@ export async function markMembersEdited(
   orgId: string,
   roomIds: readonly string[],
   version: number,
+  at: string,
   userId?: string,
 ): Promise<void> {
   if (roomIds.length === 0) return;
-  for (const statement of membersEditedStatements(trx, orgId, roomIds, version, userId)) await statement.execute();
+  for (const statement of membersEditedStatements(trx, orgId, roomIds, version, at, userId)) await statement.execute();
 }
 
 /** The statements of markMembersEdited, each only where `onlyIf` holds when given (as a part of a PostgreSQL WITH). */
@@ -290,12 +294,13 @@ function membersEditedStatements(
   orgId: string,
   roomIds: readonly string[],
   version: number,
+  at: string,
   userId?: string,
   onlyIf?: RawBuilder<boolean>,
 ) {
   const rooms = trx
     .updateTable('rooms')
-    .set((eb) => ({ members_edited_in: version, member_edits: eb(eb.ref('member_edits'), '+', 1) }))
+    .set((eb) => ({ members_edited_in: version, member_edits: eb(eb.ref('member_edits'), '+', 1), updated_at: at }))
     .where('org_id', '=', orgId)
     .where('id', 'in', [...roomIds])
     .$if(onlyIf !== undefined, (update) => update.where(onlyIf!));

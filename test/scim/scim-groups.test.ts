@@ -114,8 +114,12 @@ describe('SCIM /Groups', () => {
     const renamed = await patch(id, [{ op: 'replace', value: { id, displayName: 'Okta group renamed' } }]);
     assert.equal(renamed.statusCode, 200, renamed.body);
     assert.equal(renamed.json().displayName, 'Okta group renamed');
-    await patch(id, [{ op: 'remove', path: 'members[value eq "u2"]' }]);
+    const removed = await patch(id, [{ op: 'remove', path: 'members[value eq "u2"]' }]);
     assert.deepEqual(await membersInLookup(id), ['anna@acme.example']);
+    // The members are part of the group: a member change moves lastModified (and the room's updatedAt).
+    assert.ok(removed.json().meta.lastModified > renamed.json().meta.lastModified, removed.body);
+    const room = await call('GET', `/admin/api/v3/organizations/acme/rooms/${id}`);
+    assert.equal(room.json().updatedAt, removed.json().meta.lastModified);
     const put = await call('PUT', `${SCIM}/Groups/${id}`, {
       schemas: [GROUP],
       id,

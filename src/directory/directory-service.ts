@@ -218,8 +218,9 @@ export class DirectoryService {
       assertSameId(patch['id'], orgId);
       const next = mergePatch(current.body, patch) as Json & { settings?: { externalSignatories?: unknown } };
       const name = nameOf(next, orgId);
-      const externalSignatories = next.settings?.externalSignatories ?? false;
-      await change.updateOrganization({ name, externalSignatories: externalSignatories === true }, { changed: Object.keys(patch) });
+      const externalSignatories = next.settings?.externalSignatories === true;
+      if (name === current.body.name && externalSignatories === current.body.settings.externalSignatories) return current;
+      await change.updateOrganization({ name, externalSignatories }, { changed: Object.keys(patch) });
       return tagged(toOrganization((await findOrganization(change.trx, orgId))!));
     });
   }
@@ -277,6 +278,8 @@ export class DirectoryService {
       const changed = (Object.keys(user) as (keyof UserWrite)[]).filter(
         (key) => key !== 'id' && JSON.stringify(user[key]) !== JSON.stringify(fieldOf(existing, key)),
       );
+      // A write that changes nothing records no event and spends no version (docs/decisions.md, "The audit trail").
+      if (changed.length === 0) return current;
       return tagged(toUser(await change.updateUser(existing, user, { changed })));
     });
   }
@@ -327,7 +330,8 @@ export class DirectoryService {
       const current = tagged(toRoom(await this.#existingRoom(change.trx, orgId, roomId)));
       assertPrecondition(ifMatch, current);
       const name = nameOf(next(current.body), roomId);
-      await change.updateRoom(roomId, name, { changed: name === current.body.name ? [] : ['name'] });
+      if (name === current.body.name) return current;
+      await change.updateRoom(roomId, name, { changed: ['name'] });
       return tagged(toRoom((await findRoom(change.trx, orgId, roomId))!));
     });
   }

@@ -66,11 +66,40 @@ describe('the audit trail', () => {
     }
   });
 
-  it('records nothing for a change that changes nothing (adding a member twice) or is refused', async () => {
+  it('records nothing for a change that changes nothing (adding a member twice, a resource written as it is) or is refused', async () => {
     assert.equal((await send('PUT', `${API}/acme/rooms/board/members/u2`)).statusCode, 204);
     const before = (await trail()).totalElements;
     assert.equal((await send('PUT', `${API}/acme/rooms/board/members/u2`)).statusCode, 204);
     assert.equal((await send('DELETE', `${API}/acme/rooms/board/members/u3`)).statusCode, 204);
+    // Written again as they are, a user, a room and the organization answer as they were: same ETag, same updatedAt.
+    for (const [url, write] of [
+      [
+        `${API}/acme/users/u2`,
+        (body: Record<string, unknown>) => ({
+          firstname: body['firstname'],
+          lastname: body['lastname'],
+          email: body['email'],
+          external: body['external'],
+          status: body['status'],
+        }),
+      ],
+      [`${API}/acme/rooms/board`, (body: Record<string, unknown>) => ({ name: body['name'] })],
+    ] as const) {
+      const read = await send('GET', url);
+      for (const [method, body] of [
+        ['PUT', write(read.json())],
+        ['PATCH', {}],
+      ] as const) {
+        const written = await send(method, url, body);
+        assert.equal(written.statusCode, 200, written.body);
+        assert.equal(written.headers['etag'], read.headers['etag'], `${method} ${url}`);
+        assert.equal(written.json().updatedAt, read.json().updatedAt);
+      }
+    }
+    const organization = await send('GET', `${API}/acme`);
+    const patched = await send('PATCH', `${API}/acme`, { name: organization.json().name, settings: organization.json().settings });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal(patched.headers['etag'], organization.headers['etag']);
     assert.equal((await send('POST', `${API}/acme/users`, { id: 'u1', email: 'x@acme.example' })).statusCode, 409);
     assert.equal((await trail()).totalElements, before);
   });

@@ -14,6 +14,7 @@ import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watc
 import { compileTextParameters } from './http/query-validator.ts';
 import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
 import { AnswerReplay, replayingServer } from './http/answer-replay.ts';
+import { continueWhenRead } from './http/expect-continue.ts';
 import { closeLingering } from './http/lingering-close.ts';
 import { installMetrics } from './http/metrics.ts';
 import { RequestLog, requestId, standardOutputLog } from './http/request-log.ts';
@@ -60,6 +61,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     serverFactory: (handler, fastifyOptions) => {
       const server = replayingServer(() => replay, handler, fastifyOptions as Parameters<typeof replayingServer>[2]);
       stopLingering = closeLingering(server);
+      continueWhenRead(server);
       return server;
     },
     logger: { level: config.logLevel, stream: options.logStream ?? standardOutputLog() },

@@ -11,6 +11,7 @@ import { uploadBodyLimit } from '../../src/domain/upload-body.ts';
 import { LINGER_IDLE_MS } from '../../src/http/lingering-close.ts';
 import { ACME_PASSWORD, DIRECTORY } from '../helpers/fixtures.ts';
 import { solidImage } from '../helpers/images.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const LIMIT = 100_000;
@@ -188,6 +189,44 @@ describe('413 answers that clients read', () => {
     const seconds = (performance.now() - stoppedSending) / 1000;
     socket.destroy();
     assert.ok(seconds >= LINGER_IDLE_MS / 1000, `let go ${seconds.toFixed(1)} s after the last bytes`);
+  });
+
+  /** Sends a request's head with `Expect: 100-continue` and reads until the server's first answer line (and what follows it within 300 ms). */
+  async function headFirst(headers: string, declared: number): Promise<{ socket: Socket; received: () => string }> {
+    const { port, pathname } = new URL(url);
+    const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true });
+    await once(socket, 'connect');
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (received += chunk));
+    socket.on('error', () => {});
+    socket.write(`POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: application/json\r\nContent-Length: ${declared}\r\nExpect: 100-continue\r\n\r\n`);
+    await waitUntil('a first answer line', () => received.includes('\r\n'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return { socket, received: () => received };
+  }
+
+  it('answers Expect: 100-continue with the refusal, not 100, when the declared body is too large or the credential wrong', async () => {
+    for (const [headers, status] of [
+      [`Authorization: ${AUTH}\r\n`, 413],
+      ['Authorization: Basic bm9ib2R5Om5vcGU=\r\n', 401],
+    ] as const) {
+      const { socket, received } = await headFirst(headers, BODY_LIMIT * 10);
+      socket.destroy();
+      assert.match(received(), new RegExp(`^HTTP/1\\.1 ${status} `), received());
+      assert.doesNotMatch(received(), /100 Continue/);
+    }
+  });
+
+  it('answers Expect: 100-continue with 100 when the body is wanted, and stores it', async () => {
+    const png = await solidImage(40, 30, 'png');
+    const body = JSON.stringify({ payload: png.toString('base64') });
+    const { socket, received } = await headFirst(`Authorization: ${AUTH}\r\n`, Buffer.byteLength(body));
+    assert.match(received(), /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+    socket.write(body);
+    await waitUntil('the final answer', () => /\r\n\r\n\{.*\}$/s.test(received().slice(25)));
+    socket.destroy();
+    assert.match(received(), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
   });
 
   it('still stores a document within the limit afterwards', async () => {

@@ -200,7 +200,9 @@ describe('413 answers that clients read', () => {
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (received += chunk));
     socket.on('error', () => {});
-    socket.write(`POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: application/json\r\nContent-Length: ${declared}\r\nExpect: 100-continue\r\n\r\n`);
+    socket.write(
+      `POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: application/json\r\nContent-Length: ${declared}\r\nExpect: 100-continue\r\n\r\n`,
+    );
     await waitUntil('a first answer line', () => received.includes('\r\n'));
     await new Promise((resolve) => setTimeout(resolve, 300));
     return { socket, received: () => received };

@@ -48,6 +48,11 @@ export class LruCache<K, V> {
     this.#weight = 0;
   }
 
+  /** Every entry, least recently used first, without using any. */
+  *entries(): IterableIterator<[K, V]> {
+    for (const [key, entry] of this.#entries) yield [key, entry.value];
+  }
+
   get size(): number {
     return this.#entries.size;
   }

@@ -75,6 +75,13 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     }
     return undefined;
   });
+  // A list's parameters each once: a repeated one has no single meaning (it was read as a list before).
+  app.addHook('preHandler', async (request) => {
+    const query = request.query as Record<string, unknown>;
+    for (const name of ['filter', 'startIndex', 'count', 'attributes', 'excludedAttributes']) {
+      if (Array.isArray(query[name])) throw new ScimError(400, `"${name}" is given more than once.`, name === 'filter' ? 'invalidFilter' : 'invalidValue');
+    }
+  });
   app.addHook('onSend', async (_request, reply, payload) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     return payload;
@@ -242,12 +249,17 @@ function ifMatchOf(request: FastifyRequest): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** An integer query parameter (`startIndex`, `count`); 400 `invalidValue` for anything else. */
+/**
+ * An integer query parameter (`startIndex`, `count`), of any size (a count above the maximum is
+ * capped, a start past the end answers an empty page: scimPaging); 400 `invalidValue` for anything else.
+ */
 function integerParameter(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!/^-?\d{1,9}$/.test(value)) throw new ScimError(400, `"${name}" must be an integer.`, 'invalidValue');
-  return Number(value);
+  if (!/^[-+]?\d+$/.test(value)) throw new ScimError(400, `"${name}" must be an integer.`, 'invalidValue');
+  return Math.max(-MAX_INT32, Math.min(MAX_INT32, Number(value)));
 }
+
+const MAX_INT32 = 2 ** 31 - 1;
 
 function publicBase(configured: string, request: FastifyRequest): string {
   if (configured !== '/' && configured !== '') return configured.replace(/\/$/, '');

@@ -1,6 +1,7 @@
-import { parse, type Filter } from 'scim2-parse-filter';
+import type { Filter } from 'scim2-parse-filter';
 import { unqualified } from './attributes.ts';
 import { ScimError } from './scim-error.ts';
+import { parseScimFilter } from './filter-tokens.ts';
 
 /** The longest filter taken: identity providers send one `eq` or two joined by `and`. */
 export const MAX_FILTER_LENGTH = 1_000;
@@ -24,7 +25,7 @@ const ATTRIBUTES: Record<string, UserCondition['attribute']> = {
  * The conditions of a `/Users` filter (contract section 9): `eq` on userName, externalId, id,
  * emails.value (also as `emails[type eq "work"].value` or `emails[value eq "…"]`) and
  * displayName, joined by `and`. Anything else is 400 `invalidFilter`, naming what is not
- * supported. The grammar is scim2-parse-filter's.
+ * supported. The grammar is scim2-parse-filter's (its tokens read by filter-tokens.ts).
  */
 export function parseUserFilter(filter: string): UserCondition[] {
   return conditionsOf(parseFilter(filter));
@@ -34,7 +35,7 @@ export function parseUserFilter(filter: string): UserCondition[] {
 export function parseFilter(filter: string): Filter {
   if (filter.length > MAX_FILTER_LENGTH) throw new ScimError(400, `The filter is longer than ${MAX_FILTER_LENGTH} characters.`, 'invalidFilter');
   try {
-    return parse(filter);
+    return parseScimFilter(filter);
   } catch (error) {
     throw new ScimError(400, `The filter cannot be read: ${(error as Error).message}.`, 'invalidFilter');
   }

@@ -276,6 +276,34 @@ describe('SCIM /Users', () => {
     assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json().emails[0].value, 'quinn.q@acme.example');
   });
 
+  it('reads filter values as JSON strings (a backslash escaped or not), bare words as strings, and paging numbers of any size', async () => {
+    const created = await call('POST', `${SCIM}/Users`, {
+      schemas: [USER],
+      userName: 'CORP\\dora',
+      externalId: 'a\\b"c',
+      emails: [{ value: 'dora@acme.example', primary: true }],
+    });
+    assert.equal(created.statusCode, 201, created.body);
+    const { id } = created.json();
+    const found = async (filter: string) =>
+      (await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(filter)}`)).json().Resources?.map((user: { id: string }) => user.id);
+    for (const filter of ['userName eq "CORP\\\\dora"', 'userName eq "corp\\u005cDORA"', 'userName eq "CORP\\dora"', 'externalId eq "a\\\\b\\"c"'])
+      assert.deepEqual(await found(filter), [id], filter);
+    const plain = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'jyoung@acme.example', externalId: 'jyoung' });
+    assert.equal(plain.statusCode, 201, plain.body);
+    assert.deepEqual(await found('externalId eq jyoung'), [plain.json().id]);
+    assert.deepEqual(await found('userName eq "nobody\\\\here"'), []);
+    // A parameter given twice has no one meaning; numbers past 32 bits are capped, not refused.
+    assertScimError(await call('GET', `${SCIM}/Users?filter=userName%20eq%20%22a%22&filter=userName%20eq%20%22b%22`), 400, 'invalidFilter');
+    assertScimError(await call('GET', `${SCIM}/Users?count=1&count=2`), 400, 'invalidValue');
+    const capped = await call('GET', `${SCIM}/Users?count=10000000000&startIndex=1`);
+    assert.equal(capped.statusCode, 200, capped.body);
+    assert.ok(capped.json().itemsPerPage <= 1000);
+    const past = await call('GET', `${SCIM}/Users?startIndex=99999999999`);
+    assert.equal(past.statusCode, 200, past.body);
+    assert.equal(past.json().itemsPerPage, 0);
+  });
+
   it('describes itself: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
     const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
     assert.deepEqual(

@@ -69,7 +69,26 @@ export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (isJsonArray(value)) return 'an array';
   if (typeof value === 'number') return `number ${String(value)}`;
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${codePointPrefix(JSON.stringify(value) ?? '', 40)}`;
+}
+
+/** At most `max` code points of `text`: an echo cut short never splits a character (an emoji) in two. */
+export function codePointPrefix(text: string, max: number): string {
+  let end = 0;
+  let count = 0;
+  for (const character of text) {
+    if (count === max) break;
+    end += character.length;
+    count += 1;
+  }
+  return text.slice(0, end);
+}
+
+/** Whether the text holds more than `max` characters, counted as code points (an emoji is one, as JSON Schema's maxLength counts). */
+export function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  if (text.length > 2 * max) return true;
+  return codePointPrefix(text, max).length < text.length;
 }
 
 export function arrayAt(parent: Json, key: string, path: string, problems: Collector): Iterable<unknown> {
@@ -95,7 +114,7 @@ export function idAt(parent: Json, path: string, what: string, problems: Collect
 export function stringAt(parent: Json, key: string, path: string, max: number, problems: Collector, required: boolean, controls = false): string | undefined {
   const value = parent[key];
   if (value === undefined && !required) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
+  if (typeof value !== 'string' || value.length === 0 || longerThan(value, max)) {
     problems.add(`${path}.${key}`, `must be a non-empty string of at most ${max} characters, got ${describe(value)}`);
     return undefined;
   }
@@ -114,7 +133,7 @@ export function unprintable(value: string): boolean {
 export function nullableNameAt(parent: Json, key: string, path: string, problems: Collector): string | null {
   const value = parent[key];
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > MAX_NAME_LENGTH) {
+  if (typeof value !== 'string' || longerThan(value, MAX_NAME_LENGTH)) {
     problems.add(`${path}.${key}`, `must be a string of at most ${MAX_NAME_LENGTH} characters or null, got ${describe(value)}`);
     return null;
   }

@@ -56,6 +56,30 @@ describe('directory management API', () => {
     assert.equal(read.headers['etag'], created.headers['etag']);
   });
 
+  it('counts a name in characters as people see them: 255 emoji fit, 256 do not, and the error never splits one', async () => {
+    const fits = await call('POST', `${API}/acme/users`, { id: 'emoji1', firstname: '😀'.repeat(255), email: 'emoji1@acme.example' });
+    assert.equal(fits.statusCode, 201, fits.body);
+    assert.equal(fits.json().firstname, '😀'.repeat(255));
+    const room = await call('POST', `${API}/acme/rooms`, { id: 'emoji-room', name: '😀'.repeat(255) });
+    assert.equal(room.statusCode, 201, room.body);
+    for (const [url, body, parameter] of [
+      [`${API}/acme/users`, { id: 'emoji2', firstname: '😀'.repeat(256), email: 'emoji2@acme.example' }, 'firstname'],
+      [`${API}/acme/rooms`, { id: 'emoji-room2', name: '😀'.repeat(256) }, 'name'],
+    ] as const) {
+      const refused = await call('POST', url, body);
+      assert.equal(refused.statusCode, 400, refused.body);
+      const { detail, errors } = refused.json<{ detail: string; errors: { message: string }[] }>();
+      assert.ok(
+        [detail, ...errors.map((error) => error.message)].every((text) => text.isWellFormed()),
+        `no half of a character in the echo: ${refused.body}`,
+      );
+      assert.deepEqual(
+        refused.json().errors.map((error: { parameter: string }) => error.parameter),
+        [parameter],
+      );
+    }
+  });
+
   it('generates an id when none is given', async () => {
     const created = await call('POST', `${API}/acme/users`, { email: 'anon@acme.example' });
     assert.equal(created.statusCode, 201, created.body);

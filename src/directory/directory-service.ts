@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../db/tables.ts';
+import { instantOf } from '../domain/instants.ts';
 import { Collector, idAt, MAX_NAME_LENGTH, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
 import { searchTerms } from '../domain/fold.ts';
 import { effectivePageSize, toPage as pageFor, type Page } from '../domain/paging.ts';
@@ -358,16 +359,19 @@ export class DirectoryService {
   async auditEvents(query: AuditEventQuery, page: number, size: number): Promise<Page<AuditEventBody>> {
     await this.#assertScope(query.orgId);
     const problems: ParameterError[] = [];
-    for (const key of ['since', 'until'] as const) {
+    const [since, until] = (['since', 'until'] as const).map((key) => {
       const value = query[key];
-      if (value !== undefined && Number.isNaN(Date.parse(value))) problems.push({ parameter: key, message: 'must be an ISO 8601 date-time' });
-    }
+      if (value === undefined) return undefined;
+      const instant = instantOf(value);
+      if (instant === undefined)
+        problems.push({
+          parameter: key,
+          message: 'must be an RFC 3339 date-time (2026-11-27T10:00:00Z, an offset or none for UTC) or a date, years 0000–9999',
+        });
+      return instant;
+    });
     if (problems.length > 0) throw new ProblemError('invalid-parameter', problems.map((p) => `${p.parameter} ${p.message}`).join('; '), { errors: problems });
-    const normalized = {
-      ...query,
-      since: query.since === undefined ? undefined : new Date(query.since).toISOString(),
-      until: query.until === undefined ? undefined : new Date(query.until).toISOString(),
-    };
+    const normalized = { ...query, since, until };
     const effective = effectivePageSize(size, this.#maxPageSize);
     const { total, rows } = await findAuditEvents(this.#db, normalized, page * effective, effective);
     return pageFor(rows.map(toAuditEvent), { page, size: effective }, total);

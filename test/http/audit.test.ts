@@ -132,9 +132,16 @@ describe('the audit trail', () => {
     const at = encodeURIComponent(one.at);
     const same = (await trail(`&since=${at}&until=${at}`)).content as { at: string }[];
     assert.ok(same.length > 0 && same.every((event) => event.at === one.at), JSON.stringify(same));
-    const bad = await send('GET', `${API}/acme/audit-events?since=yesterday`);
-    assert.equal(bad.statusCode, 400);
-    assert.equal(bad.json().errors[0].parameter, 'since');
+    for (const [parameter, value] of [
+      ['since', 'yesterday'],
+      ['since', '2026-02-30T00:00:00Z'],
+      ['until', '+010000-01-01T00:00:00Z'],
+      ['until', '1'],
+    ]) {
+      const bad = await send('GET', `${API}/acme/audit-events?${parameter}=${encodeURIComponent(value!)}`);
+      assert.equal(bad.statusCode, 400, `${parameter}=${value}: ${bad.body}`);
+      assert.equal(bad.json().errors[0].parameter, parameter);
+    }
     // An action not in the trail's list is a mistake to point out, not an empty page; letter case does not matter.
     const unknown = await send('GET', `${API}/acme/audit-events?action=user.renamed`);
     assert.equal(unknown.statusCode, 400);

@@ -31,6 +31,7 @@ import {
   withETag,
 } from '../schemas/directory.ts';
 import { adminProblemResponses } from '../schemas/problem.ts';
+import { jsonBodyParser } from './json-bodies.ts';
 
 export interface DirectoryRouteOptions {
   directory: DirectoryService;
@@ -65,13 +66,12 @@ function path(...segments: string[]): string {
 
 /** The directory management routes (contract section 8), with ETags and If-Match preconditions. */
 export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> = async (app, { directory, apiPrefix }) => {
-  // RFC 7396 bodies are JSON, parsed as application/json is. An empty body is no body (clients send
-  // a JSON content type with a DELETE too); a route that needs one refuses it as not an object.
-  const json = app.getDefaultJsonParser('error', 'error');
-  const parseJson: typeof json = (request, body, done) => (body === '' ? done(null, undefined) : json(request, body, done));
+  // RFC 7396 bodies are JSON, parsed as application/json is (an empty body is no body: a route that
+  // needs one refuses it as not an object).
+  const parseJson = jsonBodyParser(app);
   app.removeContentTypeParser('application/json');
   for (const type of ['application/json', 'application/merge-patch+json'])
-    app.addContentTypeParser(type, { parseAs: 'string', bodyLimit: BODY_LIMIT }, parseJson);
+    app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, parseJson);
   const at = (...segments: string[]) => `${apiPrefix}/organizations/${path(...segments)}`;
   const write = { bodyLimit: BODY_LIMIT };
 

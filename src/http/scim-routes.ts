@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
 import { isDatabaseUnreachable } from '../db/database-errors.ts';
+import { ProblemError } from '../errors.ts';
 import type { DirectoryService } from '../directory/directory-service.ts';
 import { attributeList, projected } from '../scim/attributes.ts';
 import { resourceTypes, schemas, serviceProviderConfig } from '../scim/discovery.ts';
@@ -8,6 +9,7 @@ import { ScimError } from '../scim/scim-error.ts';
 import type { ScimGroups } from '../scim/scim-groups.ts';
 import { scimPaging, type ScimUsers } from '../scim/scim-users.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
+import { jsonBodyParser } from './json-bodies.ts';
 import { logAuthOutcome } from './auth-hook.ts';
 
 /** Where each organization's SCIM service is: the "tenant URL" an administrator gives the identity provider. */
@@ -40,10 +42,9 @@ type ListQuery = { filter?: string; startIndex?: string; count?: string; attribu
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
   const { authenticator, users, groups } = options;
   // An empty body is no body: identity providers send a JSON content type with a DELETE too.
-  const json = app.getDefaultJsonParser('error', 'error');
-  const parseJson: typeof json = (request, body, done) => (body === '' ? done(null, undefined) : json(request, body, done));
+  const parseJson = jsonBodyParser(app);
   app.removeContentTypeParser('application/json');
-  for (const type of ['application/json', 'application/scim+json']) app.addContentTypeParser(type, { parseAs: 'string', bodyLimit: BODY_LIMIT }, parseJson);
+  for (const type of ['application/json', 'application/scim+json']) app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, parseJson);
 
   app.setErrorHandler((error: FastifyError | ScimError, request, reply) => sendScimError(reply, toScimError(error, request)));
   app.setNotFoundHandler((request, reply) => sendScimError(reply, new ScimError(404, `No SCIM resource at ${request.method} ${request.url.split('?')[0]}.`)));
@@ -273,6 +274,7 @@ function toScimError(error: FastifyError | ScimError, request: FastifyRequest): 
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ScimError(415, 'Bodies are application/scim+json or application/json.');
   if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY')
     return new ScimError(400, 'The body is not valid JSON.', 'invalidSyntax');
+  if (error instanceof ProblemError && error.code === 'malformed-request') return new ScimError(400, error.message, 'invalidSyntax');
   if (isDatabaseUnreachable(error)) {
     request.log.error({ err: error }, 'database unreachable');
     return new ScimError(503, 'The database is not reachable right now; try again shortly.');

@@ -99,6 +99,35 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     });
   }
 
+  it('refuses a body that is not UTF-8 (400) or says another charset (415), storing no replacement characters', async () => {
+    const latin1 = Buffer.from('{"id":"x9","email":"x9@acme.example","firstname":"Ren\u00e9"}', 'latin1');
+    for (const [contentType, status, code] of [
+      ['application/json', 400, 'malformed-request'],
+      ['application/json; charset=latin1', 415, 'unsupported-media-type'],
+      ['application/json; charset="ISO-8859-1"', 415, 'unsupported-media-type'],
+    ] as const) {
+      const before = await state();
+      const response = await t.app.inject({
+        method: 'POST',
+        url: `${API}/acme/users`,
+        headers: { authorization: ACME, 'content-type': contentType },
+        payload: latin1,
+      });
+      assert.equal(response.statusCode, status, `${contentType}: ${response.body}`);
+      assert.equal(response.json().code, code);
+      assert.equal(await state(), before);
+    }
+    const utf8 = await t.app.inject({
+      method: 'POST',
+      url: `${API}/acme/users`,
+      headers: { authorization: ACME, 'content-type': 'application/json; charset=UTF-8' },
+      payload: Buffer.from('{"id":"x9","email":"x9@acme.example","firstname":"Ren\u00e9"}', 'utf8'),
+    });
+    assert.equal(utf8.statusCode, 201, utf8.body);
+    assert.equal(utf8.json().firstname, 'René');
+    assert.equal((await send('DELETE', `${API}/acme/users/x9`)).statusCode, 204);
+  });
+
   it('names every bad field of one body at once', async () => {
     await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'a b', email: 'nope', external: 'no', extra: 1 }), 400, 'invalid-parameter', [
       'id',

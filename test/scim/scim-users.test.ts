@@ -304,6 +304,24 @@ describe('SCIM /Users', () => {
     assert.equal(past.json().itemsPerPage, 0);
   });
 
+  it('refuses a body that is not UTF-8 or says another charset, with SCIM errors', async () => {
+    const body = Buffer.from(JSON.stringify({ schemas: [USER], userName: 'rene@acme.example', name: { givenName: 'Ren\u00e9' } }), 'latin1');
+    for (const [contentType, status, scimType] of [
+      ['application/scim+json', 400, 'invalidSyntax'],
+      ['application/scim+json; charset=latin1', 415, undefined],
+    ] as const) {
+      const response = await t.app.inject({
+        method: 'POST',
+        url: `${SCIM}/Users`,
+        headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+        payload: body,
+      });
+      assertScimError(response, status, scimType);
+    }
+    const found = await call('GET', `${SCIM}/Users?filter=${encodeURIComponent('userName eq "rene@acme.example"')}`);
+    assert.equal(found.json().totalResults, 0);
+  });
+
   it('describes itself: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
     const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
     assert.deepEqual(

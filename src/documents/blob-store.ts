@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
@@ -34,6 +34,8 @@ export interface BlobStore {
   delete(sha256: string): Promise<void>;
   /** Removes what interrupted work left behind: temporary files, and blobs no document refers to. */
   recover(referenced: () => Promise<Set<string>>): Promise<{ temporaryFiles: number; orphanBlobs: number }>;
+  /** This process stops using the store (its files stay). */
+  close(): Promise<void>;
 }
 
 /**
@@ -63,14 +65,24 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 export class FileBlobStore implements BlobStore {
   readonly #dir: string;
   readonly #tmp: string;
+  /** One empty file per process using this directory, named by its pid (see recover). */
+  readonly #users: string;
 
   constructor(dir: string) {
     this.#dir = dir;
     this.#tmp = path.join(dir, 'tmp');
+    this.#users = path.join(dir, 'processes');
   }
 
   async init(): Promise<void> {
     await mkdir(this.#tmp, { recursive: true });
+    await mkdir(this.#users, { recursive: true });
+    await writeFile(path.join(this.#users, String(process.pid)), '');
+  }
+
+  /** This process no longer uses the directory. */
+  async close(): Promise<void> {
+    await rm(path.join(this.#users, String(process.pid)), { force: true });
   }
 
   #path(sha256: string): string {
@@ -80,7 +92,7 @@ export class FileBlobStore implements BlobStore {
 
   async stage(bytes: Buffer): Promise<StagedBlob> {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
-    const temporary = path.join(this.#tmp, `${randomUUID()}.part`);
+    const temporary = path.join(this.#tmp, `${process.pid}.${randomUUID()}.part`);
     const file = await open(temporary, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o640);
     try {
       await file.writeFile(bytes);
@@ -137,8 +149,16 @@ export class FileBlobStore implements BlobStore {
     return hashes;
   }
 
+  /**
+   * Several processes may serve one SQLite data directory (docs/operations.md), so what another
+   * process is doing must not look left behind to one starting: its temporary files are named by
+   * its pid and kept while it runs, and blobs no document names are deleted only when no other
+   * process uses the directory (one of them may have put a blob in place and be about to commit
+   * the row that names it; deleting it then would lose an acknowledged upload).
+   */
   async recover(referenced: () => Promise<Set<string>>): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
     const temporaryFiles = await this.removeTemporaryFiles();
+    if ((await this.#otherUsers()).size > 0) return { temporaryFiles, orphanBlobs: 0 };
     const inUse = await referenced();
     let orphanBlobs = 0;
     for (const sha256 of await this.list()) {
@@ -150,10 +170,40 @@ export class FileBlobStore implements BlobStore {
     return { temporaryFiles, orphanBlobs };
   }
 
+  /** Removes the temporary files of processes that have ended (see recover); how many. */
   async removeTemporaryFiles(): Promise<number> {
-    const names = await readdir(this.#tmp);
-    await Promise.all(names.map((name) => rm(path.join(this.#tmp, name), { force: true })));
-    return names.length;
+    const others = await this.#otherUsers();
+    let removed = 0;
+    for (const name of await readdir(this.#tmp)) {
+      const pid = Number(/^(\d+)\./.exec(name)?.[1]);
+      // Named by a process still running (this one's none yet), or by none while another runs: kept.
+      if (Number.isInteger(pid) ? others.has(pid) || pid === process.pid : others.size > 0) continue;
+      await rm(path.join(this.#tmp, name), { force: true });
+      removed++;
+    }
+    return removed;
+  }
+
+  /** The other processes using this directory that are still running; those that ended are forgotten. */
+  async #otherUsers(): Promise<Set<number>> {
+    const running = new Set<number>();
+    for (const name of await readdir(this.#users).catch(() => [])) {
+      const pid = Number(name);
+      if (!Number.isInteger(pid) || pid === process.pid) continue;
+      if (isRunning(pid)) running.add(pid);
+      else await rm(path.join(this.#users, name), { force: true });
+    }
+    return running;
+  }
+}
+
+/** Whether a process with this pid runs (one that cannot be signalled runs too). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -189,6 +239,10 @@ export class PostgresBlobStore implements BlobStore {
 
   async init(): Promise<void> {
     await this.#staging.init();
+  }
+
+  close(): Promise<void> {
+    return this.#staging.close();
   }
 
   stage(bytes: Buffer): Promise<StagedBlob> {

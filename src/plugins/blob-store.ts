@@ -17,7 +17,9 @@ declare module 'fastify' {
  */
 export const blobStorePlugin = fp<{ config: Config }>(
   async (app: FastifyInstance, { config }) => {
-    app.decorate('blobs', await openBlobStore(app.database, config.dataDir));
+    const blobs = await openBlobStore(app.database, config.dataDir);
+    app.decorate('blobs', blobs);
+    app.addHook('onClose', async () => blobs.close());
   },
   { name: 'blob-store', dependencies: ['database'] },
 );

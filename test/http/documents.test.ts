@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -9,6 +9,7 @@ import { DIRECTORY, ACME_PASSWORD } from '../helpers/fixtures.ts';
 import { inspectPng, pngHeaderOnly, solidImage } from '../helpers/images.ts';
 import { makePdf, topHalfBlackPdf } from '../helpers/pdf.ts';
 import { basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { TEST_DIALECT } from '../helpers/databases.ts';
 
 const corpusFile = (name: string) => readFileSync(path.join(corpusDir(), name));
 const DOCS = (org = 'acme', room = 'board') => `/admin/api/v3/organizations/${org}/rooms/${room}/documents`;
@@ -351,15 +352,24 @@ describe('document storage recovery', () => {
     const orphan = 'f'.repeat(64);
     await first.plantOrphanBlob(orphan);
     writeFileSync(path.join(blobs, 'tmp', 'half-written.part'), 'partial');
-
+    const referenced = createHash('sha256').update(topHalfBlackPdf()).digest('hex');
     const { buildApp } = await import('../../src/app.ts');
+
+    // While another process uses the directory (here: this test's parent, which runs), what it may
+    // be writing stays: its temporary files, and (files) blobs it may be about to name.
+    const other = path.join(blobs, 'processes', String(process.ppid));
+    writeFileSync(other, '');
+    writeFileSync(path.join(blobs, 'tmp', `${process.ppid}.in-flight.part`), 'partial');
+    writeFileSync(path.join(blobs, 'tmp', '999999999.ended.part'), 'partial');
+    const beside = await buildApp(first.config);
+    await beside.close();
+    assert.deepEqual(readdirSync(path.join(blobs, 'tmp')).sort(), [`${process.ppid}.in-flight.part`, 'half-written.part'], 'only the ended process is cleared');
+    if (TEST_DIALECT === 'sqlite') assert.deepEqual(await first.storedBlobs(), [referenced, orphan].sort(), 'no blob deleted while another process runs');
+    rmSync(other);
+
     const again = await buildApp(first.config);
     try {
-      assert.deepEqual(
-        await first.storedBlobs(),
-        [createHash('sha256').update(topHalfBlackPdf()).digest('hex')],
-        'the orphan is gone, the referenced blob stays',
-      );
+      assert.deepEqual(await first.storedBlobs(), [referenced], 'the orphan is gone, the referenced blob stays');
       assert.deepEqual(readdirSync(path.join(blobs, 'tmp')), []);
       const content = await again.inject({
         url: `${DOCS()}/${created.json().id}/content`,

@@ -45,7 +45,7 @@ Commands:
   room add-member ORG ROOM USER / room remove-member ORG ROOM USER
                                Change a room's members (idempotent)
   upload ORG ROOM FILE [--name NAME] [--as USER]
-                               Store a PDF, PNG or JPEG in a room as the API would (prints its id)
+                               Store a PDF, PNG or JPEG in a room as the API would (prints its id, page count and thumbnail state as JSON)
   help                         Show this text
 
 Directory, credential and token commands are audited with actor "cli", or the name given with --as NAME.
@@ -187,10 +187,14 @@ async function tokenCommand(config: Config, args: string[]): Promise<number> {
   }
   if (action === 'list') {
     const tokens = await withDatabase(config, (db) => listTokens(db, target));
+    if (tokens === undefined) {
+      console.error(`signroom: no organization "${target}"`);
+      return 1;
+    }
     if (values.json) console.log(JSON.stringify(tokens));
     else
       for (const token of tokens)
-        console.log([token.id, token.organizationId, JSON.stringify(token.name), token.createdAt, token.lastUsedAt ?? 'never used'].join('  '));
+        console.log([token.id, JSON.stringify(token.name), token.organizationId, token.createdAt, token.lastUsedAt ?? 'never used'].join('  '));
     return 0;
   }
   if (action === 'revoke' && target !== undefined) {
@@ -351,6 +355,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   switch (command) {
     case 'serve': {
+      parseArgs({ args, options: { demo: { type: 'boolean' } } });
       if (args.includes('--demo')) {
         const code = await loadDemo(config);
         if (code !== 0) return code;
@@ -359,6 +364,7 @@ async function main(argv: string[]): Promise<number> {
       return -1;
     }
     case 'migrate': {
+      parseArgs({ args, options: {} });
       const { database: handle, applied } = await openMigratedDatabase(config);
       try {
         console.log(
@@ -393,6 +399,7 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case 'demo':
+      parseArgs({ args, options: {} });
       return loadDemo(config);
     case 'credential':
       return credentialCommand(config, args);

@@ -31,7 +31,8 @@ export async function createToken(db: Kysely<Database>, orgId: string, name: str
   });
 }
 
-export async function listTokens(db: Kysely<Database>, orgId?: string): Promise<ListedToken[]> {
+export async function listTokens(db: Kysely<Database>, orgId?: string): Promise<ListedToken[] | undefined> {
+  if (orgId !== undefined && (await findOrganization(db, orgId)) === undefined) return undefined;
   return (await findTokens(db, orgId)).map(listedToken);
 }
 

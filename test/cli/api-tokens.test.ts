@@ -84,6 +84,9 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
       ],
     );
     for (const listed of all) assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'organizationId']);
+    const unknown = await runCli(['token', 'list', 'nosuch'], env());
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no organization "nosuch"/);
     const ofOther = JSON.parse((await runCli(['token', 'list', 'other', '--json'], env())).stdout) as Record<string, unknown>[];
     assert.deepEqual(
       ofOther.map((listed) => listed['id']),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { freshDataDir } from '../helpers/test-app.ts';
@@ -20,6 +21,21 @@ describe('bin/signroom <command> --help', () => {
       }
     });
   }
+
+  it('refuses arguments a command does not take, with exit 2, doing nothing', async () => {
+    for (const args of [
+      ['serve', 'extra'],
+      ['serve', '--port', '1'],
+      ['migrate', 'extra'],
+      ['demo', 'extra'],
+    ]) {
+      const dataDir = freshDataDir();
+      const result = await runCli(args, { SIGNROOM_DATA_DIR: dataDir, PORT: '1' });
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, /Unexpected argument|Unknown option/, result.stderr);
+      assert.deepEqual(readdirSync(dataDir), [], `${args.join(' ')} created nothing`);
+    }
+  });
 
   it('refuses help for a command that does not exist, with the whole usage', async () => {
     const result = await runCli(['frobnicate', '--help'], { SIGNROOM_DATA_DIR: freshDataDir() });

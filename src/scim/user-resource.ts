@@ -225,6 +225,10 @@ export function patchOperations(body: unknown): ScimPatchOperation[] {
     const path = fields['path'];
     if (path !== undefined && typeof path !== 'string') throw new ScimError(400, `Operations[${k}].path must be a string.`, 'invalidValue');
     if (op === 'remove' && path === undefined) throw new ScimError(400, `Operations[${k}]: remove needs a path.`, 'noTarget');
+    const value = fields['value'];
+    if (op !== 'remove' && value === undefined) throw new ScimError(400, `Operations[${k}]: ${op} needs a value.`, 'invalidValue');
+    if (op !== 'remove' && path === undefined && (typeof value !== 'object' || value === null || Array.isArray(value)))
+      throw new ScimError(400, `Operations[${k}]: ${op} without a path takes an object of attributes as its value.`, 'invalidValue');
     return { ...fields, op } as ScimPatchOperation;
   });
 }

@@ -322,6 +322,23 @@ describe('SCIM /Users', () => {
     assert.equal(found.json().totalResults, 0);
   });
 
+  it('refuses an add or replace without a value, or without a path and an object, changing nothing', async () => {
+    const created = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'val@acme.example', name: { givenName: 'Val' } });
+    assert.equal(created.statusCode, 201, created.body);
+    const { id } = created.json();
+    for (const operation of [
+      { op: 'add' },
+      { op: 'Replace' },
+      { op: 'add', path: 'displayName' },
+      { op: 'add', value: null },
+      { op: 'replace', value: 'Val' },
+      { op: 'replace', value: [{ 'name.givenName': 'X' }] },
+    ])
+      assertScimError(await call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [operation] }), 400, 'invalidValue');
+    const after = await call('GET', `${SCIM}/Users/${id}`);
+    assert.equal(after.json().meta.version, created.json().meta.version);
+  });
+
   it('describes itself: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
     const config = (await call('GET', `${SCIM}/ServiceProviderConfig`)).json();
     assert.deepEqual(

@@ -3,6 +3,8 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEMS, ProblemError, problemBody, type ParameterError, type ProblemCode } from '../errors.ts';
 import { parameterErrors } from './validation-messages.ts';
+import { ScimError } from '../scim/scim-error.ts';
+import { isScimRequest, sendScimError } from './scim-answers.ts';
 
 /** Sends a problem details response. */
 export function sendProblem(
@@ -72,7 +74,9 @@ export function installProblemHandlers(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    sendProblem(reply, 'route-not-found', `No resource at ${request.method} ${instanceOf(request)}.`);
+    // The SCIM service's own handler answers what it routes; a path it cannot (a segment longer than any id) reaches this one.
+    if (isScimRequest(request.url)) sendScimError(reply, new ScimError(404, `No SCIM resource at ${request.method} ${instanceOf(request)}.`));
+    else sendProblem(reply, 'route-not-found', `No resource at ${request.method} ${instanceOf(request)}.`);
   });
 }
 
@@ -117,8 +121,11 @@ export function watchAllowedMethods(app: FastifyInstance, skipPrefixes: readonly
  * Errors Fastify meets before routing (a URL that is not valid percent-encoding,
  * a path segment longer than any id): answered as problem details too.
  */
-export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  if (error.code === 'FST_ERR_BAD_URL') {
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (isScimRequest(request.url)) {
+    const malformed = error.code === 'FST_ERR_BAD_URL';
+    sendScimError(reply, new ScimError(malformed ? 400 : 404, malformed ? 'The URL has a malformed percent-encoding.' : 'No SCIM resource at this URL.'));
+  } else if (error.code === 'FST_ERR_BAD_URL') {
     const detail = 'The URL is not valid: it has a malformed percent-encoding.';
     sendProblem(reply, 'malformed-request', detail, { errors: [{ parameter: 'url', message: detail }] });
   } else {

@@ -10,11 +10,10 @@ import type { ScimGroups } from '../scim/scim-groups.ts';
 import { scimPaging, type ScimUsers } from '../scim/scim-users.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
 import { jsonBodyParser } from './json-bodies.ts';
+import { SCIM_JSON, SCIM_PREFIX, sendScimError } from './scim-answers.ts';
 import { logAuthOutcome } from './auth-hook.ts';
 
 /** Where each organization's SCIM service is: the "tenant URL" an administrator gives the identity provider. */
-export const SCIM_PREFIX = '/scim/v2/organizations';
-const SCIM_JSON = 'application/scim+json; charset=utf-8';
 /** SCIM bodies: a user is well under 1 KiB; a group's member list may be long. */
 const BODY_LIMIT = 1024 * 1024;
 
@@ -285,9 +284,4 @@ function toScimError(error: FastifyError | ScimError, request: FastifyRequest): 
   if (status !== undefined && status >= 400 && status < 600 && status !== 500) return new ScimError(status, error.message);
   request.log.error({ err: error }, 'request failed');
   return new ScimError(500, 'The server could not complete the request. The request id in the x-request-id header identifies it in the log.');
-}
-
-function sendScimError(reply: FastifyReply, error: ScimError): FastifyReply {
-  if (error.status === 503) reply.header('retry-after', '5');
-  return reply.code(error.status).type(SCIM_JSON).send(JSON.stringify(error.body()));
 }

@@ -433,6 +433,10 @@ describe('SCIM /Users', () => {
     );
     assertScimError(await call('GET', `${SCIM}/Users/nobody`), 404);
     assertScimError(await call('GET', '/scim/v2/organizations/acme/Nothing'), 404);
+    // Met before routing: a segment longer than any id, a malformed percent-encoding.
+    assertScimError(await call('GET', `${SCIM}/Users/${'a'.repeat(201)}`), 404);
+    assertScimError(await call('GET', `/scim/v2/organizations/${'a'.repeat(201)}/Users`), 404);
+    assertScimError(await call('GET', `${SCIM}/Users/%ZZ`), 400);
     // An organization that does not exist, for a credential covering every one.
     for (const route of ['Users', 'Users?filter=userName%20eq%20%22x%22', 'Groups', 'ServiceProviderConfig']) {
       assertScimError(await call('GET', `/scim/v2/organizations/nope/${route}`, undefined, { authorization: basic('root', 'root-password') }), 404);

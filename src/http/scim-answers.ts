@@ -1,0 +1,19 @@
+import type { FastifyReply } from 'fastify';
+import type { ScimError } from '../scim/scim-error.ts';
+
+/** Where the SCIM service of each organization is (contract section 9). */
+export const SCIM_PREFIX = '/scim/v2/organizations';
+
+/** The media type of SCIM answers (RFC 7644 §3.1). */
+export const SCIM_JSON = 'application/scim+json; charset=utf-8';
+
+/** Whether a request is for the SCIM service: its errors are SCIM errors, those met before routing included. */
+export function isScimRequest(url: string): boolean {
+  return url === SCIM_PREFIX || url.startsWith(`${SCIM_PREFIX}/`);
+}
+
+/** Answers with the SCIM error. */
+export function sendScimError(reply: FastifyReply, error: ScimError): FastifyReply {
+  if (error.status === 503) reply.header('retry-after', '5');
+  return reply.code(error.status).type(SCIM_JSON).send(JSON.stringify(error.body()));
+}

@@ -4,6 +4,7 @@ import type { Database } from '../db/tables.ts';
 import type { Actor } from '../directory/audit.ts';
 import { assertPrecondition, etagOf, nameOf, type DirectoryService } from '../directory/directory-service.ts';
 import { changeDirectory, type DirectoryChange } from '../directory/directory-writer.ts';
+import { ProblemError } from '../errors.ts';
 import {
   findOrganization,
   findRoom,
@@ -36,6 +37,16 @@ function versionOf(room: RoomRecord): string {
     updatedAt: room.updated_at,
     members: [room.members_changed_in ?? 0, room.members_edited_in ?? 0, room.member_edits ?? 0, room.member_count],
   });
+}
+
+/** The room name a group's displayName gives (the room's id when none); 400 `invalidValue` naming displayName otherwise. */
+function roomName(displayName: string | undefined, fallback: string): string {
+  try {
+    return nameOf({ name: displayName }, fallback);
+  } catch (error) {
+    if (!(error instanceof ProblemError)) throw error;
+    throw new ScimError(400, `"displayName" ${error.errors?.[0]?.message ?? error.message}`, 'invalidValue');
+  }
 }
 
 function roomForGroup(room: RoomRecord) {
@@ -82,7 +93,7 @@ export class ScimGroups {
   async create(orgId: string, body: Record<string, unknown>, actor: Actor, at: GroupLocations): Promise<ScimGroup> {
     const change = groupFromScim(body);
     const id = randomUUID();
-    const name = nameOf({ name: change.name }, id);
+    const name = roomName(change.name, id);
     return this.#write(orgId, actor, async (writer) => {
       await writer.createRoom({ id, name, externalId: change.externalId ?? null });
       await this.#applyMembers(writer, orgId, id, change);
@@ -117,7 +128,7 @@ export class ScimGroups {
     return this.#write(orgId, actor, async (writer) => {
       const room = await this.#existing(writer.trx, orgId, roomId);
       assertPrecondition(ifMatch, { body: room, etag: versionOf(room) });
-      const name = change.name === undefined ? room.name : nameOf({ name: change.name }, roomId);
+      const name = change.name === undefined ? room.name : roomName(change.name, roomId);
       const externalId = change.externalId === undefined ? (room.external_id ?? null) : change.externalId;
       if (name !== room.name || externalId !== (room.external_id ?? null)) {
         const changed = [...(name !== room.name ? ['name'] : []), ...(externalId !== (room.external_id ?? null) ? ['externalId'] : [])];

@@ -160,6 +160,14 @@ describe('SCIM /Groups', () => {
     assert.equal((await events()).length, eventsBefore);
   });
 
+  it('refuses a displayName too long or not text with invalidValue naming displayName', async () => {
+    for (const displayName of ['x'.repeat(256), 'half \ud800 emoji', 'tab\there']) {
+      const response = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName });
+      expectError(response, 400, 'invalidValue');
+      assert.match(response.json().detail, /displayName/, response.body);
+    }
+  });
+
   it('refuses bad input with SCIM errors, changing nothing', async () => {
     const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Guarded', members: [{ value: 'u1' }] });
     const { id } = created.json();

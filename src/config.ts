@@ -306,7 +306,7 @@ function databaseUrl(env: Env): string | undefined {
     throw new ConfigError('DATABASE_URL', 'is not a valid URL (expected postgres://user:password@host:port/database)');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError('DATABASE_URL', `must start with postgres:// (got ${url.protocol}//)`);
+    throw new ConfigError('DATABASE_URL', `must start with postgres:// or postgresql:// (got ${url.protocol}//)`);
   }
   return value;
 }

@@ -4,6 +4,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile, ty
 import path from 'node:path';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
+import { isRunning } from '../lib/process-running.ts';
 
 /** Bytes written durably but not yet part of the store: commit or discard them. */
 export interface StagedBlob {
@@ -194,16 +195,6 @@ export class FileBlobStore implements BlobStore {
       else await rm(path.join(this.#users, name), { force: true });
     }
     return running;
-  }
-}
-
-/** Whether a process with this pid runs (one that cannot be signalled runs too). */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -26,6 +26,7 @@ import {
   type SortPosition,
 } from '../repositories/search-index-repository.ts';
 import { isListed, snapshotState, writeSnapshot } from './snapshots.ts';
+import { isRunning } from '../lib/process-running.ts';
 
 /**
  * What is read for the in-memory search indexes: an organization's index (unless it is too small or
@@ -218,16 +219,6 @@ export async function removeOrphanedResults(directory = tmpdir()): Promise<numbe
     removed += 1;
   }
   return removed;
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: running, as another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 const LOADER = fileURLToPath(new URL('./worker.ts', import.meta.url));

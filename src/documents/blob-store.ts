@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
@@ -66,8 +67,9 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 export class FileBlobStore implements BlobStore {
   readonly #dir: string;
   readonly #tmp: string;
-  /** One empty file per process using this directory, named by its pid (see recover). */
+  /** One empty file per process using this directory, `pid@host`, touched while it runs (see recover). */
   readonly #users: string;
+  #heartbeat: NodeJS.Timeout | undefined;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -78,12 +80,17 @@ export class FileBlobStore implements BlobStore {
   async init(): Promise<void> {
     await mkdir(this.#tmp, { recursive: true });
     await mkdir(this.#users, { recursive: true });
-    await writeFile(path.join(this.#users, String(process.pid)), '');
+    const marker = path.join(this.#users, THIS_PROCESS);
+    await writeFile(marker, '');
+    // Processes on other hosts (containers sharing the volume) cannot be asked whether they run: they are while they touch their file.
+    this.#heartbeat = setInterval(() => void utimes(marker, new Date(), new Date()).catch(() => undefined), HEARTBEAT_MS);
+    this.#heartbeat.unref();
   }
 
   /** This process no longer uses the directory. */
   async close(): Promise<void> {
-    await rm(path.join(this.#users, String(process.pid)), { force: true });
+    clearInterval(this.#heartbeat);
+    await rm(path.join(this.#users, THIS_PROCESS), { force: true });
   }
 
   #path(sha256: string): string {
@@ -93,7 +100,7 @@ export class FileBlobStore implements BlobStore {
 
   async stage(bytes: Buffer): Promise<StagedBlob> {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
-    const temporary = path.join(this.#tmp, `${process.pid}.${randomUUID()}.part`);
+    const temporary = path.join(this.#tmp, `${THIS_PROCESS}.${randomUUID()}.part`);
     const file = await open(temporary, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o640);
     try {
       await file.writeFile(bytes);
@@ -152,10 +159,10 @@ export class FileBlobStore implements BlobStore {
 
   /**
    * Several processes may serve one SQLite data directory (docs/operations.md), so what another
-   * process is doing must not look left behind to one starting: its temporary files are named by
-   * its pid and kept while it runs, and blobs no document names are deleted only when no other
-   * process uses the directory (one of them may have put a blob in place and be about to commit
-   * the row that names it; deleting it then would lose an acknowledged upload).
+   * process is doing must not look left behind to one starting: temporary files are named by their
+   * process and kept while it runs, and blobs no document names are deleted only while no other
+   * process uses the directory, asked again before each (one may have put a blob in place and be
+   * about to commit the row that names it; deleting it then would lose an acknowledged upload).
    */
   async recover(referenced: () => Promise<Set<string>>): Promise<{ temporaryFiles: number; orphanBlobs: number }> {
     const temporaryFiles = await this.removeTemporaryFiles();
@@ -163,40 +170,51 @@ export class FileBlobStore implements BlobStore {
     const inUse = await referenced();
     let orphanBlobs = 0;
     for (const sha256 of await this.list()) {
-      if (!inUse.has(sha256)) {
-        await this.delete(sha256);
-        orphanBlobs++;
-      }
+      if (inUse.has(sha256)) continue;
+      if ((await this.#otherUsers()).size > 0) break;
+      await this.delete(sha256);
+      orphanBlobs++;
     }
     return { temporaryFiles, orphanBlobs };
   }
 
-  /** Removes the temporary files of processes that have ended (see recover); how many. */
+  /**
+   * Removes the temporary files of processes that have ended, this one's earlier life included (a
+   * container's process has the same pid each start); how many. Called at start, before any upload.
+   */
   async removeTemporaryFiles(): Promise<number> {
     const others = await this.#otherUsers();
     let removed = 0;
     for (const name of await readdir(this.#tmp)) {
-      const pid = Number(/^(\d+)\./.exec(name)?.[1]);
-      // Named by a process still running (this one's none yet), or by none while another runs: kept.
-      if (Number.isInteger(pid) ? others.has(pid) || pid === process.pid : others.size > 0) continue;
+      const writer = /^(\d+@[^/]+?)\.[0-9a-f-]{36}\.part$/.exec(name)?.[1];
+      // Named by a process still running, or by none (an older version's) while another runs: kept.
+      if (writer !== undefined ? others.has(writer) : others.size > 0) continue;
       await rm(path.join(this.#tmp, name), { force: true });
       removed++;
     }
     return removed;
   }
 
-  /** The other processes using this directory that are still running; those that ended are forgotten. */
-  async #otherUsers(): Promise<Set<number>> {
-    const running = new Set<number>();
-    for (const name of await readdir(this.#users).catch(() => [])) {
-      const pid = Number(name);
-      if (!Number.isInteger(pid) || pid === process.pid) continue;
-      if (isRunning(pid)) running.add(pid);
-      else await rm(path.join(this.#users, name), { force: true });
+  /** The other processes using this directory that still run (`pid@host`); those that ended are forgotten. */
+  async #otherUsers(): Promise<Set<string>> {
+    const running = new Set<string>();
+    for (const name of await readdir(this.#users).catch((): string[] => [])) {
+      const found = /^(\d+)@(.+)$/.exec(name);
+      if (found === null || name === THIS_PROCESS) continue;
+      const file = path.join(this.#users, name);
+      const runs = found[2] === HOST ? isRunning(Number(found[1])) : Date.now() - ((await stat(file).catch(() => undefined))?.mtimeMs ?? 0) < HEARTBEAT_MS * 5;
+      if (runs) running.add(name);
+      else await rm(file, { force: true });
     }
     return running;
   }
 }
+
+/** This process, as it names its files in a blob directory: its pid and its host. */
+const THIS_PROCESS = `${process.pid}@${hostname()}`;
+const HOST = hostname();
+/** How often a process touches its file in a blob directory; five times this without, it is taken to have ended. */
+const HEARTBEAT_MS = 60_000;
 
 /**
  * Bytes per row of `blob_chunks` (PostgreSQL), each sent by a statement of its

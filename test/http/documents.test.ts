@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -357,20 +358,26 @@ describe('document storage recovery', () => {
 
     // While another process uses the directory (here: this test's parent, which runs), what it may
     // be writing stays: its temporary files, and (files) blobs it may be about to name.
-    const other = path.join(blobs, 'processes', String(process.ppid));
+    const other = path.join(blobs, 'processes', `${process.ppid}@${hostname()}`);
     writeFileSync(other, '');
-    writeFileSync(path.join(blobs, 'tmp', `${process.ppid}.in-flight.part`), 'partial');
-    writeFileSync(path.join(blobs, 'tmp', '999999999.ended.part'), 'partial');
+    const inFlight = `${process.ppid}@${hostname()}.${randomUUID()}.part`;
+    writeFileSync(path.join(blobs, 'tmp', inFlight), 'partial');
+    writeFileSync(path.join(blobs, 'tmp', `999999999@${hostname()}.${randomUUID()}.part`), 'partial');
     const beside = await buildApp(first.config);
     await beside.close();
-    assert.deepEqual(readdirSync(path.join(blobs, 'tmp')).sort(), [`${process.ppid}.in-flight.part`, 'half-written.part'], 'only the ended process is cleared');
+    assert.deepEqual(readdirSync(path.join(blobs, 'tmp')).sort(), ['half-written.part', inFlight].sort(), 'only the ended process is cleared');
     if (TEST_DIALECT === 'sqlite') assert.deepEqual(await first.storedBlobs(), [referenced, orphan].sort(), 'no blob deleted while another process runs');
     rmSync(other);
+    // A process on another host (a container sharing the volume) that stopped touching its file long ago has ended.
+    const elsewhere = path.join(blobs, 'processes', '1@another-host');
+    writeFileSync(elsewhere, '');
+    utimesSync(elsewhere, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
 
     const again = await buildApp(first.config);
     try {
       assert.deepEqual(await first.storedBlobs(), [referenced], 'the orphan is gone, the referenced blob stays');
       assert.deepEqual(readdirSync(path.join(blobs, 'tmp')), []);
+      assert.ok(!existsSync(elsewhere), 'the ended process is forgotten');
       const content = await again.inject({
         url: `${DOCS()}/${created.json().id}/content`,
         headers: { authorization: basic('acme-admin', ACME_PASSWORD) },

@@ -292,6 +292,14 @@ describe('SCIM /Users', () => {
     const plain = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'jyoung@acme.example', externalId: 'jyoung' });
     assert.equal(plain.statusCode, 201, plain.body);
     assert.deepEqual(await found('externalId eq jyoung'), [plain.json().id]);
+    const numbered = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'n12345@acme.example', externalId: '12345' });
+    assert.equal(numbered.statusCode, 201, numbered.body);
+    for (const filter of ['externalId eq 12345', 'externalId eq 12345 and userName eq "n12345@acme.example"'])
+      assert.deepEqual(await found(filter), [numbered.json().id], filter);
+    // Unescaped, a backslash before n, t, b, f or r would be a control character no name holds: it stands for itself.
+    const nancy = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'CORP\\nancy', emails: [{ value: 'nancy@acme.example' }] });
+    assert.equal(nancy.statusCode, 201, nancy.body);
+    for (const filter of ['userName eq "CORP\\nancy"', 'userName eq "CORP\\\\nancy"']) assert.deepEqual(await found(filter), [nancy.json().id], filter);
     assert.deepEqual(await found('userName eq "nobody\\\\here"'), []);
     // A parameter given twice has no one meaning; numbers past 32 bits are capped, not refused.
     assertScimError(await call('GET', `${SCIM}/Users?filter=userName%20eq%20%22a%22&filter=userName%20eq%20%22b%22`), 400, 'invalidFilter');

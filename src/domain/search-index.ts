@@ -44,6 +44,12 @@ const KEPT_MATCHES_SHARE = 8;
 /** As many matches are kept whatever the share (16 KiB). */
 const KEPT_MATCHES_ANYWAY = 4096;
 const BASE_MATCHES_BYTES = 16 * 1024 * 1024;
+/**
+ * At most this many terms' matches are carried into a merged index (the most recently used): each
+ * costs a look at every change merged (1,000 or more), and a cache full of one-off terms holds
+ * hundreds of thousands.
+ */
+const CARRIED_TERMS = 256;
 
 /** Bits of a user's kind. */
 const EXTERNAL = 1;
@@ -587,7 +593,10 @@ export class SearchIndex {
   #carriedMatches(overlay: Overlay, users: number): LruCache<string, Int32Array | 'many'> {
     const carried = baseMatches();
     const keepUpTo = Math.max(KEPT_MATCHES_ANYWAY, Math.floor(users / KEPT_MATCHES_SHARE));
+    // The terms used last only: each carried costs a look at every change, on the request thread.
+    let older = this.#base.matches.size - CARRIED_TERMS;
     for (const [term, kept] of this.#base.matches.entries()) {
+      if (older-- > 0) continue;
       if (kept === 'many') {
         carried.set(term, 'many');
         continue;

@@ -13,7 +13,8 @@ export function jsonBodyParser(app: FastifyInstance): FastifyBodyParser<Buffer> 
   const json = app.getDefaultJsonParser('error', 'error');
   return (request, body, done) => {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    // US-ASCII is UTF-8's first half: its bytes are checked as UTF-8's are.
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii') {
       done(new ProblemError('unsupported-media-type', `JSON bodies are UTF-8; this one says charset=${charset}.`));
       return;
     }

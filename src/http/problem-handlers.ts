@@ -119,7 +119,8 @@ export function watchAllowedMethods(app: FastifyInstance, skipPrefixes: readonly
 
 /**
  * Errors Fastify meets before routing (a URL that is not valid percent-encoding,
- * a path segment longer than any id): answered as problem details too.
+ * a path segment longer than any id): answered as problem details too, or as SCIM
+ * errors under the SCIM service's prefix.
  */
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (isScimRequest(request.url)) {

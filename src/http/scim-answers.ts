@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ScimError } from '../scim/scim-error.ts';
 
-/** Where the SCIM service of each organization is (contract section 9). */
+/** Where each organization's SCIM service is (contract section 9): the "tenant URL" an administrator gives the identity provider. */
 export const SCIM_PREFIX = '/scim/v2/organizations';
 
 /** The media type of SCIM answers (RFC 7644 §3.1). */
@@ -9,7 +9,8 @@ export const SCIM_JSON = 'application/scim+json; charset=utf-8';
 
 /** Whether a request is for the SCIM service: its errors are SCIM errors, those met before routing included. */
 export function isScimRequest(url: string): boolean {
-  return url === SCIM_PREFIX || url.startsWith(`${SCIM_PREFIX}/`);
+  const pathname = url.split('?', 1)[0]!;
+  return pathname === SCIM_PREFIX || pathname.startsWith(`${SCIM_PREFIX}/`);
 }
 
 /** Answers with the SCIM error. */

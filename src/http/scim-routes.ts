@@ -13,7 +13,6 @@ import { jsonBodyParser } from './json-bodies.ts';
 import { SCIM_JSON, SCIM_PREFIX, sendScimError } from './scim-answers.ts';
 import { logAuthOutcome } from './auth-hook.ts';
 
-/** Where each organization's SCIM service is: the "tenant URL" an administrator gives the identity provider. */
 /** SCIM bodies: a user is well under 1 KiB; a group's member list may be long. */
 const BODY_LIMIT = 1024 * 1024;
 

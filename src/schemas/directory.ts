@@ -192,8 +192,12 @@ export const AuditEventQuery = Type.Object({
   ...SmallPageQuery,
   action: Type.Optional(stringEnum(AUDIT_ACTIONS, { description: 'Only events of this action (any letter case), e.g. user.created' })),
   actor: Type.Optional(Type.String({ description: 'Only events of this actor' })),
-  since: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or after this instant (ISO 8601)' })),
-  until: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or before this instant (ISO 8601)' })),
+  since: Type.Optional(
+    Type.String({ description: 'Only events at or after this instant: an RFC 3339 date-time (UTC without an offset) or a date (its first instant)' }),
+  ),
+  until: Type.Optional(
+    Type.String({ description: 'Only events at or before this instant: an RFC 3339 date-time (UTC without an offset) or a date (its first instant)' }),
+  ),
 });
 
 export const IfMatchHeaders = Type.Object({

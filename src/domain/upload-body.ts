@@ -36,6 +36,7 @@ export interface ParsedUploadBody {
 }
 
 const MAX_DEPTH = 64;
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
@@ -170,10 +171,17 @@ class Parser {
     return this.#fail('unterminated string');
   }
 
+  /** A string's value; its bytes must be UTF-8 (Buffer#toString would make U+FFFD of others, and the name be stored so). */
   #string(): string {
     const { start, end, escaped } = this.#scanString();
-    const bytes = this.#bytes;
-    return escaped ? (JSON.parse(bytes.toString('utf8', start - 1, end + 1)) as string) : bytes.toString('utf8', start, end);
+    let text: string;
+    try {
+      text = STRICT_UTF8.decode(this.#bytes.subarray(escaped ? start - 1 : start, escaped ? end + 1 : end));
+    } catch {
+      this.#at = start;
+      return this.#fail('a string that is not UTF-8');
+    }
+    return escaped ? (JSON.parse(text) as string) : text;
   }
 
   /** Finds the end of the payload string fast (native searches); its characters are checked as it is decoded. */

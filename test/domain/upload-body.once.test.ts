@@ -110,6 +110,12 @@ describe('parseUploadBody', () => {
     assert.deepEqual(parse('{"nested": {"payload": "not decoded"}}').value, { nested: { payload: 'not decoded' } });
   });
 
+  it('refuses a string that is not UTF-8 rather than store replacement characters', () => {
+    for (const bytes of [Buffer.from('{"name":"Ren\xe9.pdf"}', 'latin1'), Buffer.from('{"name":"a\\u0041\xff"}', 'latin1')])
+      assert.throws(() => parseUploadBody(bytes), /not UTF-8/, bytes.toString('latin1'));
+    assert.deepEqual(parse('{"name":"René \ufeff😀.pdf"}').value, { name: 'René \ufeff😀.pdf' });
+  });
+
   it('refuses prototype pollution and absurd nesting', () => {
     assert.throws(() => parse('{"__proto__": {"admin": true}}'), /__proto__/);
     assert.throws(() => parse('{"a": [{"__proto__": 1}]}'), /__proto__/);

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { sql, type Kysely, type Transaction } from 'kysely';
@@ -82,8 +82,9 @@ export class FileBlobStore implements BlobStore {
     await mkdir(this.#users, { recursive: true });
     const marker = path.join(this.#users, THIS_PROCESS);
     await writeFile(marker, '');
-    // Processes on other hosts (containers sharing the volume) cannot be asked whether they run: they are while they touch their file.
-    this.#heartbeat = setInterval(() => void utimes(marker, new Date(), new Date()).catch(() => undefined), HEARTBEAT_MS);
+    // Processes on other hosts (containers sharing the volume) cannot be asked whether they run: they
+    // do while they write their file (again, should another have taken it for an ended one's).
+    this.#heartbeat = setInterval(() => void writeFile(marker, '').catch(() => undefined), HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
 

@@ -213,7 +213,7 @@ function addMethodsNotAllowed(app: FastifyInstance): void {
   for (const [url, methods] of Object.entries(SCIM_PATHS)) {
     const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].sort().join(', ');
     app.route({
-      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((method) => !allow.split(', ').includes(method)),
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((method) => !allow.split(', ').includes(method)),
       url,
       schema: { hide: true },
       handler: (request, reply) => {

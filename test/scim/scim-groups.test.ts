@@ -193,6 +193,9 @@ describe('SCIM /Groups', () => {
     const notAllowed = await call('POST', `${SCIM}/Groups/${id}`, { schemas: [GROUP], displayName: 'x' });
     expectError(notAllowed, 405);
     assert.equal(notAllowed.headers['allow'], 'DELETE, GET, HEAD, PATCH, PUT');
+    const options = await t.app.inject({ method: 'OPTIONS', url: `${SCIM}/Groups`, headers: { authorization: `Bearer ${token}` } });
+    expectError(options, 405);
+    assert.equal(options.headers['allow'], 'GET, HEAD, POST');
     assert.equal((await events()).length, before, 'nothing recorded');
     assert.deepEqual(await membersInLookup(id), ['anna@acme.example'], 'nothing changed');
     // A room that holds documents is not deleted.

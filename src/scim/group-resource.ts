@@ -124,9 +124,8 @@ export function groupPatch(body: unknown, id: string): GroupChange {
     const value = (operation as { value?: unknown }).value;
     const attribute = path === undefined ? undefined : unqualified(path.trim(), 'Group').toLowerCase();
     if (attribute === undefined) {
-      if (typeof value !== 'object' || value === null || Array.isArray(value))
-        throw new ScimError(400, `Operations[${k}].value must be an object.`, 'invalidValue');
-      for (const [key, member] of Object.entries(value)) {
+      // Without a path, an add or replace (patchOperations refuses a remove) whose value patchOperations made sure is an object.
+      for (const [key, member] of Object.entries(value as Record<string, unknown>)) {
         const name = unqualified(key, 'Group').toLowerCase();
         if (name === 'id' && member === id) continue;
         if (name === 'displayname') change.name = nameValue(member);

@@ -210,22 +210,49 @@ export function bytesOfParts(parts: SearchIndexParts): number {
   );
 }
 
-/** An order of `users` users: the base order without the users `replaced`, each change inserted before the place it goes before (as #page walks it). */
-function mergedOrder(order: Int32Array, inserts: { before: Int32Array; users: Int32Array }, replaced: Uint8Array, users: number): Int32Array {
+/**
+ * Users' worth of work a merge does between the points it may pause at (see SearchIndex.compaction):
+ * 65,536 of a loop over the orders takes about a millisecond here.
+ */
+const MERGE_STEP = 65_536;
+
+/** Runs steps that may pause (see SearchIndex.compaction) to their end, at once. */
+function finished<T>(steps: Generator<undefined, T, undefined>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * An order of `users` users: the base order without the users `replaced`, each change inserted
+ * before the place it goes before (as #page walks it); pauses every MERGE_STEP places.
+ */
+function* mergedOrder(
+  order: Int32Array,
+  inserts: { before: Int32Array; users: Int32Array },
+  replaced: Uint8Array,
+  users: number,
+): Generator<undefined, Int32Array, undefined> {
   const merged = new Int32Array(users);
   let at = 0;
   let next = 0;
   for (let place = 0; place <= order.length; place++) {
     while (next < inserts.before.length && inserts.before[next] === place) merged[at++] = inserts.users[next++]!;
     if (place < order.length && replaced[order[place]!] !== 1) merged[at++] = order[place]!;
+    if (place % MERGE_STEP === MERGE_STEP - 1) yield;
   }
   return merged;
 }
 
-/** Each user's place in the order. */
-function placesIn(order: Int32Array): Int32Array {
+/** Each user's place in the order; pauses every MERGE_STEP places. */
+function* placesIn(order: Int32Array): Generator<undefined, Int32Array, undefined> {
   const places = new Int32Array(order.length);
-  for (let place = 0; place < order.length; place++) places[order[place]!] = place;
+  for (let from = 0; from < order.length; from += MERGE_STEP) {
+    const to = Math.min(order.length, from + MERGE_STEP);
+    for (let place = from; place < to; place++) places[order[place]!] = place;
+    yield;
+  }
   return places;
 }
 
@@ -418,7 +445,7 @@ export class SearchIndex {
     const { keys, starts, kinds, seqs, orders } = parts as SearchIndexParts;
     this.version = (parts as SearchIndexParts).version;
     const bytes = bytesOfParts(parts as SearchIndexParts);
-    const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
+    const places = { lastname: finished(placesIn(orders.lastname)), firstname: finished(placesIn(orders.firstname)), email: finished(placesIn(orders.email)) };
     const text = Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength).toString('latin1');
     this.#base = { keys: text, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes, matches: baseMatches() };
     this.bytes = bytes;
@@ -541,6 +568,17 @@ export class SearchIndex {
    * the database's time.
    */
   compacted(): SearchIndex {
+    return finished(this.compaction());
+  }
+
+  /**
+   * compacted(), in steps: pauses (yields) after each MERGE_STEP users' worth of work, about a
+   * millisecond, so a server merges between requests rather than hold its thread 50-250 ms at a
+   * million users (search-indexes.ts). Every array it reads stays as it is meanwhile (indexes
+   * laid over this one share them but never write where this one reads), so later indexes go on
+   * being laid over this one while it runs; `rebasedOnto` then lays what they added over the result.
+   */
+  *compaction(): Generator<undefined, SearchIndex, undefined> {
     const overlay = this.#overlay;
     if (overlay === undefined) return this;
     const base = this.#base;
@@ -551,37 +589,75 @@ export class SearchIndex {
     const starts = new Int32Array(users + 1);
     let at = 0;
     let from = 0;
-    const copyBase = (to: number) => {
-      if (to <= from) return;
-      pieces.push(base.keys.slice(base.starts[from], base.starts[to]));
-      const shift = at - base.starts[from]!;
-      for (let user = from; user < to; user++) starts[user] = base.starts[user]! + shift;
-      at += base.starts[to]! - base.starts[from]!;
-      from = to;
-    };
+    let work = 0;
+    function* copyBase(to: number): Generator<undefined, void, undefined> {
+      while (from < to) {
+        const until = Math.min(to, from + MERGE_STEP - work);
+        pieces.push(base.keys.slice(base.starts[from], base.starts[until]));
+        const shift = at - base.starts[from]!;
+        for (let user = from; user < until; user++) starts[user] = base.starts[user]! + shift;
+        at += base.starts[until]! - base.starts[from]!;
+        work += until - from;
+        from = until;
+        if (work >= MERGE_STEP) {
+          work = 0;
+          yield;
+        }
+      }
+    }
     for (let k = 0; k < overlay.changes.length; k++) {
       const user = overlay.users[k]!;
-      copyBase(Math.min(user, held));
+      yield* copyBase(Math.min(user, held));
       const key = overlay.keys.slice(overlay.starts[k], overlay.starts[k + 1]);
       pieces.push(key);
       starts[user] = at;
       at += key.length;
       if (user < held) from = user + 1;
     }
-    copyBase(held);
+    yield* copyBase(held);
     starts[users] = at;
+    // Joined a few megabytes at a time, then the few parts at once (one copy of every byte).
+    const joined: string[] = [];
+    for (let first = 0, length = 0, k = 0; k <= pieces.length; k++) {
+      if (k === pieces.length || length >= 64 * MERGE_STEP) {
+        joined.push(pieces.slice(first, k).join(''));
+        first = k;
+        length = 0;
+        yield;
+      }
+      length += pieces[k]?.length ?? 0;
+    }
+    const text = joined.join('');
+    yield;
     const seqs = new Float64Array(users);
     seqs.set(base.seqs);
     seqs.set(overlay.addedSeqs, held);
     const orders = {} as Record<SortField, Int32Array>;
-    for (const field of SORT_FIELDS) orders[field] = mergedOrder(base.orders[field], overlay.inserts[field], overlay.replaced, users);
-    const places = { lastname: placesIn(orders.lastname), firstname: placesIn(orders.firstname), email: placesIn(orders.email) };
+    for (const field of SORT_FIELDS) orders[field] = yield* mergedOrder(base.orders[field], overlay.inserts[field], overlay.replaced, users);
+    const places = { lastname: yield* placesIn(orders.lastname), firstname: yield* placesIn(orders.firstname), email: yield* placesIn(orders.email) };
     const bytes = at + starts.byteLength + overlay.kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
-    const text = pieces.join('');
-    return new SearchIndex(
-      { keys: text, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes, matches: this.#carriedMatches(overlay, users) },
-      this.version,
-    );
+    // Last, so that terms searched for while the merge ran are carried too.
+    const matches = yield* this.#carriedMatches(overlay, users);
+    const byteCounts = yield* byteCountsIn(text);
+    return new SearchIndex({ keys: text, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts, bytes, matches }, this.version);
+  }
+
+  /**
+   * This index as it is, laid over `merged` (`from.compacted()`, or its steps run to the end) rather
+   * than over the base `from` shares with it: what this index holds beyond `from`'s changes (changes
+   * read since, of newer users or of the same ones again) laid over the merged one. Undefined when
+   * this index is not laid over `from`'s base with at least its changes (it was read whole or
+   * merged otherwise meanwhile), or its changes cannot be laid over the merged one.
+   */
+  rebasedOnto(merged: SearchIndex, from: SearchIndex): SearchIndex | undefined {
+    if (this.#base !== from.#base || merged.version !== from.version || merged.#overlay !== undefined || this.version < from.version) return undefined;
+    const merging = new Set(from.#overlay?.changes);
+    const since = (this.#overlay?.changes ?? []).filter((change) => !merging.has(change));
+    if (since.length === 0 && this.users === merged.users) return new SearchIndex(merged.#base, this.version);
+    // Every user `from` laid over is laid over this one too (changed again or not): it descends from `from`.
+    const seqs = new Set(this.#overlay?.changes.map((change) => change.seq));
+    if (from.#overlay?.changes.some((change) => !seqs.has(change.seq)) === true) return undefined;
+    return merged.withChanges(this.version, this.users, since);
   }
 
   /**
@@ -590,12 +666,12 @@ export class SearchIndex {
    * numbers). Without them, every term searched for was scanned again after each merge (30–90 ms
    * each at a million users, on the request thread), under steady writes about once a second.
    */
-  #carriedMatches(overlay: Overlay, users: number): LruCache<string, Int32Array | 'many'> {
+  *#carriedMatches(overlay: Overlay, users: number): Generator<undefined, LruCache<string, Int32Array | 'many'>, undefined> {
     const carried = baseMatches();
     const keepUpTo = Math.max(KEPT_MATCHES_ANYWAY, Math.floor(users / KEPT_MATCHES_SHARE));
     // The terms used last only: each carried costs a look at every change, on the request thread.
     let older = this.#base.matches.size - CARRIED_TERMS;
-    for (const [term, kept] of this.#base.matches.entries()) {
+    for (const [term, kept] of [...this.#base.matches.entries()]) {
       if (older-- > 0) continue;
       if (kept === 'many') {
         carried.set(term, 'many');
@@ -606,6 +682,7 @@ export class SearchIndex {
       this.#scanChanges(term, (user) => found.push(user));
       if (found.length > keepUpTo) carried.set(term, 'many');
       else carried.set(term, Int32Array.from(found).sort());
+      yield;
     }
     return carried;
   }
@@ -1102,8 +1179,16 @@ function findNext(keys: string, needle: Needle, from: number): number {
 
 /** How often each byte value occurs in the keys (a one-byte string), counted at one byte in 61: enough to tell rare bytes from common ones. */
 function byteCountsOf(keys: string): Uint32Array {
+  return finished(byteCountsIn(keys));
+}
+
+/** byteCountsOf, pausing every MERGE_STEP samples (each a read of another cache line: about 5 ms in all at a million users). */
+function* byteCountsIn(keys: string): Generator<undefined, Uint32Array, undefined> {
   const counts = new Uint32Array(256);
-  for (let at = 0; at < keys.length; at += 61) counts[keys.charCodeAt(at)]! += 1;
+  for (let at = 0, step = 0; at < keys.length; at += 61) {
+    counts[keys.charCodeAt(at)]! += 1;
+    if (++step % MERGE_STEP === 0) yield;
+  }
   return counts;
 }
 

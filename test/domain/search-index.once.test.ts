@@ -441,6 +441,35 @@ describe('SearchIndex.withChanges', () => {
     );
   });
 
+  it('merged in steps while more changes are laid over: those laid over the merged index answer alike', () => {
+    fc.assert(
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded }) => {
+        const start = evolve([], [], initial);
+        const first = evolve(start.users, one, oneAdded);
+        const second = evolve(first.users, two, twoAdded);
+        const from = read(start.users, 3).withChanges(4, first.users.length, first.changed);
+        assert.ok(from !== undefined);
+        const steps = from.compaction();
+        let step = steps.next();
+        // Laid over the index being merged, between two of its steps.
+        const later = from.withChanges(5, second.users.length, second.changed);
+        assert.ok(later !== undefined);
+        while (step.done !== true) step = steps.next();
+        const merged = step.value;
+        assert.equal(merged.changesLaidOver, 0);
+        assertAnswersAlike(merged, read(first.users, 4), first.users);
+        const rebased = later.rebasedOnto(merged, from);
+        assert.ok(rebased !== undefined);
+        assert.equal(rebased.version, 5);
+        assert.ok(rebased.changesLaidOver <= second.changed.length);
+        assertAnswersAlike(rebased, read(second.users, 5), second.users);
+        // An index not laid over the merged one's base (read whole meanwhile) is not rebased.
+        assert.equal(read(second.users, 5).rebasedOnto(merged, from), undefined);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('is never wrong when names hold the separator or users tie on every key: it gives up instead', () => {
     const names = fc.array(fc.constantFrom('a', '\n', 'b'), { maxLength: 2 }).map((parts) => parts.join(''));
     let gaveUp = 0;

@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
+import { send } from './http-client.ts';
 import { wrkLoad, type LoadResult } from './wrk.ts';
 
 const { values } = parseArgs({
@@ -69,14 +70,15 @@ const servers: ChildProcess[] = [];
 
 async function timed(port: number, method: string, route: string, body: unknown, expected: number): Promise<{ ms: number; json: Record<string, unknown> }> {
   const at = performance.now();
-  const response = await fetch(`http://127.0.0.1:${port}${route}`, {
+  const response = await send(
+    port,
     method,
-    headers: { authorization: BEARER, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  if (response.status !== expected) throw new Error(`${method} ${route}: ${response.status} ${text}`);
-  return { ms: performance.now() - at, json: JSON.parse(text) as Record<string, unknown> };
+    route,
+    { authorization: BEARER, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+    body !== undefined ? JSON.stringify(body) : undefined,
+  );
+  if (response.status !== expected) throw new Error(`${method} ${route}: ${response.status} ${response.text}`);
+  return { ms: performance.now() - at, json: JSON.parse(response.text) as Record<string, unknown> };
 }
 
 const base = '/admin/api/v3/organizations/bench/rooms';

@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
+import { send } from './http-client.ts';
 import { wrkLoad, type LoadResult } from './wrk.ts';
 
 const { values } = parseArgs({
@@ -69,13 +70,14 @@ const servers: ChildProcess[] = [];
 /** One request; its latency in ms (throws on a status other than the expected). */
 async function timed(port: number, method: string, route: string, body: unknown, expected: number): Promise<number> {
   const at = performance.now();
-  const response = await fetch(`http://127.0.0.1:${port}${route}`, {
+  const response = await send(
+    port,
     method,
-    headers: { authorization: BENCH_BASIC, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  if (response.status !== expected) throw new Error(`${method} ${route}: ${response.status} ${text}`);
+    route,
+    { authorization: BENCH_BASIC, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body !== undefined ? JSON.stringify(body) : undefined,
+  );
+  if (response.status !== expected) throw new Error(`${method} ${route}: ${response.status} ${response.text}`);
   return performance.now() - at;
 }
 

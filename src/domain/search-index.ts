@@ -211,12 +211,13 @@ export function bytesOfParts(parts: SearchIndexParts): number {
 }
 
 /**
- * Users' worth of work a merge does between the points it may pause at (see SearchIndex.compaction):
- * 16,384 steps of a loop over the orders, each a read or write somewhere in a 4 MB array, take 1-5
- * ms here (65,536 took 8-23).
+ * Users' worth of work a merge does between the points it may pause at (see SearchIndex.compaction).
+ * Each step of a loop over the orders reads or writes somewhere in a 4 MB array: 65,536 of them
+ * took 8-23 ms here, so a quarter. A step that allocates one of the merge's arrays may still take
+ * 10-30 ms when the allocation sets off a collection.
  */
 const MERGE_STEP = 16_384;
-/** Characters of keys joined between two pauses of a merge (a megabyte: 1-5 ms; 4 took 11-19 ms). */
+/** Characters of keys joined between two pauses of a merge (a megabyte; four at a time took 11-19 ms here). */
 const MERGE_JOIN_STEP = 1 << 20;
 
 /** Runs steps that may pause (see SearchIndex.compaction) to their end, at once. */
@@ -575,9 +576,9 @@ export class SearchIndex {
   }
 
   /**
-   * compacted(), in steps: pauses (yields) after each MERGE_STEP users' worth of work, about a
-   * millisecond, so a server merges between requests rather than hold its thread 50-250 ms at a
-   * million users (search-indexes.ts). Every array it reads stays as it is meanwhile (indexes
+   * compacted(), in steps: pauses (yields) after each MERGE_STEP users' worth of work, so a server
+   * merges between requests rather than hold its thread 100-280 ms at a million users
+   * (search-indexes.ts); what stays whole is the last join of the keys into one string. Every array it reads stays as it is meanwhile (indexes
    * laid over this one share them but never write where this one reads), so later indexes go on
    * being laid over this one while it runs; `rebasedOnto` then lays what they added over the result.
    */

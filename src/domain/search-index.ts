@@ -655,12 +655,12 @@ export class SearchIndex {
    */
   rebasedOnto(merged: SearchIndex, from: SearchIndex): SearchIndex | undefined {
     if (this.#base !== from.#base || merged.version !== from.version || merged.#overlay !== undefined || this.version < from.version) return undefined;
-    const merging = new Set(from.#overlay?.changes);
-    const since = (this.#overlay?.changes ?? []).filter((change) => !merging.has(change));
-    if (since.length === 0 && this.users === merged.users) return new SearchIndex(merged.#base, this.version);
     // Every user `from` laid over is laid over this one too (changed again or not): it descends from `from`.
     const seqs = new Set(this.#overlay?.changes.map((change) => change.seq));
     if (from.#overlay?.changes.some((change) => !seqs.has(change.seq)) === true) return undefined;
+    const merging = new Set(from.#overlay?.changes);
+    const since = (this.#overlay?.changes ?? []).filter((change) => !merging.has(change));
+    if (since.length === 0 && this.users === merged.users) return new SearchIndex(merged.#base, this.version);
     return merged.withChanges(this.version, this.users, since);
   }
 

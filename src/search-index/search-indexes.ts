@@ -81,12 +81,6 @@ interface Ready {
   log?: readonly LoggedUpdate[];
   /** Rooms' members read at a version the index has not reached yet: held once it has (see #placeMembers). */
   pendingRooms?: Map<string, PendingMembers>;
-  /**
-   * The index this one took the place of when a merge in steps ended (#merged): the same version
-   * and user numbers, so the rooms' members held are for it too, and a lookup that began on it
-   * goes on from the index.
-   */
-  mergedFrom?: SearchIndex;
 }
 
 /** A room's members as a loader read them, at `version`; `mayDrop`: other organizations' indexes may be dropped to hold them. */
@@ -290,7 +284,7 @@ export class SearchIndexes {
   /** The room's members in the organization's index; otherwise undefined, and a load is queued. */
   members(orgId: string, index: SearchIndex, roomId: string): RoomMembers | undefined {
     const ready = this.#ready.get(orgId);
-    if (ready === undefined || (ready.index !== index && ready.mergedFrom !== index)) return undefined;
+    if (ready === undefined || ready.index !== index) return undefined;
     const members = ready.rooms.get(roomId);
     // Read already, at a version the index is about to reach: held then.
     if (members === undefined && ready.pendingRooms?.has(roomId) !== true) this.#enqueue({ kind: 'room', orgId, roomId });
@@ -739,7 +733,6 @@ export class SearchIndexes {
     if (held === undefined || rebased === undefined) return;
     // In place: the same version, answering alike, and an update under way (which checks that the
     // held entry is the one it began from) goes on from it.
-    held.mergedFrom = held.index;
     held.index = rebased;
     this.#log.info(
       {

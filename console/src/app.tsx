@@ -110,7 +110,7 @@ interface ConsoleProps {
 
 function Console({ client, username, organizations, generation, onSignOut }: ConsoleProps) {
   const [organizationId, setOrganizationId] = useState(organizations[0]?.id ?? '');
-  const [roomId, setRoomId] = useState('');
+  const [chosenRoomId, setRoomId] = useState('');
   const [view, setView] = useState<View>('room');
   const [roomsVersion, setRoomsVersion] = useState(0);
   const rooms = useLoaded(
@@ -122,11 +122,9 @@ function Console({ client, username, organizations, generation, onSignOut }: Con
   // The rooms of the organization chosen now: while another's are still shown, none.
   const roomsRead = rooms.data?.organizationId === organizationId ? rooms.data.rooms : undefined;
   const roomList = roomsRead ?? [];
-  // Keep the chosen room while it exists; otherwise take the first.
-  useEffect(() => {
-    if (roomsRead === undefined) return;
-    if (!roomsRead.some((room) => room.id === roomId)) setRoomId(roomsRead[0]?.id ?? '');
-  }, [roomsRead]);
+  // The chosen room while it exists; otherwise the first. Derived as the rooms are shown, so the
+  // picker is never enabled with no room chosen (an effect chose it one render late).
+  const roomId = roomList.some((room) => room.id === chosenRoomId) ? chosenRoomId : (roomList[0]?.id ?? '');
 
   if (organizations.length === 0) {
     return (

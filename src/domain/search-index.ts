@@ -1,8 +1,8 @@
 /**
  * An organization's users held in memory for searching, at one directory
- * version: every folded search key in one buffer, each user's kind, and where
- * each user stands in every sort order (as the database orders them). A term
- * is found by scanning the buffer, so its exact count and any page cost the
+ * version: every folded search key in a few large strings, each user's kind, and
+ * where each user stands in every sort order (as the database orders them). A
+ * term is found by scanning the strings, so its exact count and any page cost the
  * same for every term and every offset: no per-match row read, no sort. Pure:
  * a builder is fed what the database reads; src/search-index/search-indexes.ts
  * loads and keeps them.
@@ -217,8 +217,14 @@ export function bytesOfParts(parts: SearchIndexParts): number {
  * 10-30 ms when the allocation sets off a collection.
  */
 const MERGE_STEP = 16_384;
-/** Characters of keys joined between two pauses of a merge (a megabyte; four at a time took 11-19 ms here). */
-const MERGE_JOIN_STEP = 1 << 20;
+/**
+ * A base holds its keys in segments of 2^SEGMENT_SHIFT users (65,536: about 3 MB of keys each),
+ * user `user` in segment `user >>> shift`. A merge joins anew only the segments its changes touch
+ * (appended users: the last), each between two pauses: one string of every key (47 MB at a million
+ * users) took 25-55 ms to join here, on the request thread, at every merge. (Tests set smaller
+ * segments, so that a few users span several.)
+ */
+const SEGMENT_SHIFT = 16;
 
 /** Runs steps that may pause (see SearchIndex.compaction) to their end, at once. */
 function finished<T>(steps: Generator<undefined, T, undefined>): T {
@@ -260,13 +266,16 @@ function* placesIn(order: Int32Array): Generator<undefined, Int32Array, undefine
   return places;
 }
 
-/** What a whole read of the database gave: the keys as a one-byte string, the rest as read. */
+/** What a whole read of the database gave (or a merge made): the keys as one-byte strings, the rest as read. */
 interface Base {
   /**
-   * The keys' UTF-8 bytes, one character per byte (a one-byte string of the same length): byte-wise
-   * substring search is then String#indexOf, whose calls cost much less than Buffer#indexOf's.
+   * The keys' UTF-8 bytes, one character per byte (one-byte strings of the same length): byte-wise
+   * substring search is then String#indexOf, whose calls cost much less than Buffer#indexOf's. In
+   * segments of 2^`shift` users (see SEGMENT_SHIFT).
    */
-  keys: string;
+  keys: readonly string[];
+  shift: number;
+  /** Where each user's key starts in the keys as if they were joined (its segment's string starts at its first user's); one more entry, the end. */
   starts: Int32Array;
   kinds: Uint8Array;
   seqs: Float64Array;
@@ -436,10 +445,12 @@ export class SearchIndex {
   readonly #base: Base;
   readonly #overlay: Overlay | undefined;
 
-  constructor(parts: SearchIndexParts);
-  constructor(parts: Base, version: number, overlay?: Overlay);
-  constructor(parts: SearchIndexParts | Base, version?: number, overlay?: Overlay) {
-    if (version !== undefined) {
+  /** An index of the parts; `segmentShift`: its keys in segments of 2^segmentShift users (see SEGMENT_SHIFT). */
+  constructor(parts: SearchIndexParts, options?: { segmentShift?: number });
+  constructor(base: Base, version: number, overlay?: Overlay);
+  constructor(parts: SearchIndexParts | Base, second?: number | { segmentShift?: number }, overlay?: Overlay) {
+    if (typeof second === 'number') {
+      const version = second;
       this.#base = parts as Base;
       this.version = version;
       this.#overlay = overlay;
@@ -450,8 +461,14 @@ export class SearchIndex {
     this.version = (parts as SearchIndexParts).version;
     const bytes = bytesOfParts(parts as SearchIndexParts);
     const places = { lastname: finished(placesIn(orders.lastname)), firstname: finished(placesIn(orders.firstname)), email: finished(placesIn(orders.email)) };
-    const text = Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength).toString('latin1');
-    this.#base = { keys: text, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(text), bytes, matches: baseMatches() };
+    const shift = second?.segmentShift ?? SEGMENT_SHIFT;
+    const segments: string[] = [];
+    for (let first = 0; first < seqs.length; first += 1 << shift) {
+      const from = starts[first]!;
+      const to = starts[Math.min(seqs.length, first + (1 << shift))]!;
+      segments.push(Buffer.from(keys.buffer, keys.byteOffset + from, to - from).toString('latin1'));
+    }
+    this.#base = { keys: segments, shift, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(segments), bytes, matches: baseMatches() };
     this.bytes = bytes;
   }
 
@@ -478,7 +495,8 @@ export class SearchIndex {
     const change = overlay?.byUser.get(user);
     const kind = (overlay?.kinds ?? this.#base.kinds)[user]!;
     if (change !== undefined) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind };
-    return { key: this.#base.keys.slice(this.#base.starts[user], this.#base.starts[user + 1]! - 1), kind };
+    const { text, from, end } = baseKeyOf(this.#base, user);
+    return { key: text.slice(from, end), kind };
   }
 
   #seqOf(user: number): number {
@@ -578,7 +596,7 @@ export class SearchIndex {
   /**
    * compacted(), in steps: pauses (yields) after each MERGE_STEP users' worth of work, so a server
    * merges between requests rather than hold its thread 100-280 ms at a million users
-   * (search-indexes.ts); what stays whole is the last join of the keys into one string. Every array it reads stays as it is meanwhile (indexes
+   * (search-indexes.ts); a segment of keys (see SEGMENT_SHIFT) is joined whole between two pauses. Every array it reads stays as it is meanwhile (indexes
    * laid over this one share them but never write where this one reads), so later indexes go on
    * being laid over this one while it runs; `rebasedOnto` then lays what they added over the result.
    */
@@ -588,51 +606,53 @@ export class SearchIndex {
     const base = this.#base;
     const held = base.seqs.length;
     const users = this.users;
-    // Keys: the base's runs between changed users, each changed user's own key, then the new users'.
-    const pieces: string[] = [];
+    // Keys, segment by segment: a segment no change touches is the base's own; any other is joined
+    // anew from the base's runs between changed users and each changed (or new) user's own key.
+    const keys: string[] = [];
     const starts = new Int32Array(users + 1);
     let at = 0;
-    let from = 0;
-    let work = 0;
-    function* copyBase(to: number): Generator<undefined, void, undefined> {
-      while (from < to) {
-        const until = Math.min(to, from + MERGE_STEP - work);
-        pieces.push(base.keys.slice(base.starts[from], base.starts[until]));
-        const shift = at - base.starts[from]!;
-        for (let user = from; user < until; user++) starts[user] = base.starts[user]! + shift;
-        at += base.starts[until]! - base.starts[from]!;
-        work += until - from;
-        from = until;
-        if (work >= MERGE_STEP) {
-          work = 0;
-          yield;
+    let k = 0;
+    const shift = base.shift;
+    for (let first = 0; first < users; first += 1 << shift) {
+      const end = Math.min(users, first + (1 << shift));
+      const touched = k < overlay.users.length && overlay.users[k]! < end;
+      if (!touched) {
+        // Only held users: a new one would be a change.
+        const moved = at - base.starts[first]!;
+        for (let user = first; user < end; user++) {
+          starts[user] = base.starts[user]! + moved;
+          if (user % MERGE_STEP === MERGE_STEP - 1) yield;
         }
+        const segment = base.keys[first >>> shift]!;
+        keys.push(segment);
+        at += segment.length;
+        continue;
       }
+      const pieces: string[] = [];
+      const origin = first < held ? base.starts[first]! : 0;
+      const segment = first < held ? base.keys[first >>> shift]! : '';
+      const copyBase = (from: number, to: number) => {
+        if (from >= to) return;
+        pieces.push(segment.slice(base.starts[from]! - origin, base.starts[to]! - origin));
+        const moved = at - base.starts[from]!;
+        for (let user = from; user < to; user++) starts[user] = base.starts[user]! + moved;
+        at += base.starts[to]! - base.starts[from]!;
+      };
+      let from = first;
+      for (; k < overlay.users.length && overlay.users[k]! < end; k++) {
+        const user = overlay.users[k]!;
+        copyBase(from, Math.min(user, held));
+        const key = overlay.keys.slice(overlay.starts[k], overlay.starts[k + 1]);
+        pieces.push(key);
+        starts[user] = at;
+        at += key.length;
+        from = user + 1;
+      }
+      copyBase(from, Math.min(end, held));
+      keys.push(pieces.join(''));
+      yield;
     }
-    for (let k = 0; k < overlay.changes.length; k++) {
-      const user = overlay.users[k]!;
-      yield* copyBase(Math.min(user, held));
-      const key = overlay.keys.slice(overlay.starts[k], overlay.starts[k + 1]);
-      pieces.push(key);
-      starts[user] = at;
-      at += key.length;
-      if (user < held) from = user + 1;
-    }
-    yield* copyBase(held);
     starts[users] = at;
-    // Joined a few megabytes at a time, then the few parts at once (one copy of every byte).
-    const joined: string[] = [];
-    for (let first = 0, length = 0, k = 0; k <= pieces.length; k++) {
-      if (k === pieces.length || length >= MERGE_JOIN_STEP) {
-        joined.push(pieces.slice(first, k).join(''));
-        first = k;
-        length = 0;
-        yield;
-      }
-      length += pieces[k]?.length ?? 0;
-    }
-    const text = joined.join('');
-    yield;
     const seqs = new Float64Array(users);
     seqs.set(base.seqs);
     seqs.set(overlay.addedSeqs, held);
@@ -642,8 +662,8 @@ export class SearchIndex {
     const bytes = at + starts.byteLength + overlay.kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
     // Last, so that terms searched for while the merge ran are carried too.
     const matches = yield* this.#carriedMatches(overlay, users);
-    const byteCounts = yield* byteCountsIn(text);
-    return new SearchIndex({ keys: text, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts, bytes, matches }, this.version);
+    const byteCounts = yield* byteCountsIn(keys);
+    return new SearchIndex({ keys, shift, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts, bytes, matches }, this.version);
   }
 
   /**
@@ -773,9 +793,7 @@ export class SearchIndex {
 
   /** How a held user's keys (as the base holds them) compare with `key`, field by field in `keyOrder`; undefined if its search key does not split into three. */
   #compareBaseKeys(user: number, keyOrder: readonly SortField[], key: readonly string[]): number | undefined {
-    const { keys, starts } = this.#base;
-    const start = starts[user]!;
-    const end = starts[user + 1]! - 1;
+    const { text: keys, from: start, end } = baseKeyOf(this.#base, user);
     const first = keys.indexOf(SEARCH_KEY_SEPARATOR, start);
     const second = first < 0 ? -1 : keys.indexOf(SEARCH_KEY_SEPARATOR, first + 1);
     const third = second < 0 ? -1 : keys.indexOf(SEARCH_KEY_SEPARATOR, second + 1);
@@ -957,7 +975,9 @@ export class SearchIndex {
       const change = overlay.byUser.get(user)!;
       return containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term);
     }
-    return containsIn(this.#base.keys, this.#base.starts[user]!, this.#base.starts[user + 1]! - 1, term);
+    const { keys, shift, starts } = this.#base;
+    const origin = starts[(user >>> shift) << shift]!;
+    return containsIn(keys[user >>> shift]!, starts[user]! - origin, starts[user + 1]! - 1 - origin, term);
   }
 
   /**
@@ -967,7 +987,7 @@ export class SearchIndex {
    * (only the members' keys, then). Changed users' keys are checked one by one.
    */
   #scanMembers(term: string, members: RoomMembers, found: (user: number) => void): void {
-    const { keys, starts } = this.#base;
+    const { keys, shift, starts } = this.#base;
     const needle = needleOf(term, this.#base.byteCounts);
     const held = this.#base.seqs.length;
     const overlay = this.#overlay;
@@ -984,9 +1004,15 @@ export class SearchIndex {
       return user < held ? user : -1;
     };
     for (let user = next(0); user >= 0;) {
-      const at = findNext(keys, needle, starts[user]!);
-      if (at < 0) break;
-      const holder = keyAt(starts, at, user);
+      // Searched for in the member's segment: when not there, from the next segment's first member on.
+      const first = (user >>> shift) << shift;
+      const origin = starts[first]!;
+      const at = findNext(keys[user >>> shift]!, needle, starts[user]! - origin);
+      if (at < 0) {
+        user = next(first + (1 << shift));
+        continue;
+      }
+      const holder = keyAt(starts, origin + at, user);
       if (holder === user) {
         found(user);
         user = next(user + 1);
@@ -1022,7 +1048,7 @@ export class SearchIndex {
       const keepUpTo = kept === 'many' ? 0 : Math.max(KEPT_MATCHES_ANYWAY, Math.floor(this.#base.seqs.length / KEPT_MATCHES_SHARE));
       let listed: Int32Array = new Int32Array(Math.min(keepUpTo, 1024));
       let count = 0;
-      scanKeys(this.#base.keys, this.#base.starts, needle, (user) => {
+      scanKeys(this.#base, needle, (user) => {
         if (count < keepUpTo) {
           if (count === listed.length) listed = grown(listed, keepUpTo);
           listed[count] = user;
@@ -1135,15 +1161,25 @@ export function warmUp(index: SearchIndex): void {
   index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR], filter: { roomMember: true }, members, direction: 'DESC' });
 }
 
-/** Calls `found` with the number of every key in `keys` (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */
-function scanKeys(keys: string, starts: Int32Array, needle: Needle, found: (key: number) => void): void {
-  let key = 0;
-  let at = findNext(keys, needle, 0);
-  while (at >= 0) {
-    key = keyAt(starts, at, key);
-    found(key);
-    at = findNext(keys, needle, starts[key + 1]!);
+/** Calls `found` with the number of every key of the base (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */
+function scanKeys({ keys, shift, starts }: Base, needle: Needle, found: (key: number) => void): void {
+  for (let segment = 0; segment < keys.length; segment++) {
+    const text = keys[segment]!;
+    let key = segment << shift;
+    const origin = starts[key]!;
+    let at = findNext(text, needle, 0);
+    while (at >= 0) {
+      key = keyAt(starts, origin + at, key);
+      found(key);
+      at = findNext(text, needle, starts[key + 1]! - origin);
+    }
   }
+}
+
+/** A base user's key: in which string it is, from where to where (its end, U+0000, left out). */
+function baseKeyOf(base: Base, user: number): { text: string; from: number; end: number } {
+  const origin = base.starts[(user >>> base.shift) << base.shift]!;
+  return { text: base.keys[user >>> base.shift]!, from: base.starts[user]! - origin, end: base.starts[user + 1]! - 1 - origin };
 }
 
 /**
@@ -1181,17 +1217,20 @@ function findNext(keys: string, needle: Needle, from: number): number {
   return -1;
 }
 
-/** How often each byte value occurs in the keys (a one-byte string), counted at one byte in 61: enough to tell rare bytes from common ones. */
-function byteCountsOf(keys: string): Uint32Array {
+/** How often each byte value occurs in the keys (one-byte strings), counted at one byte in 61: enough to tell rare bytes from common ones. */
+function byteCountsOf(keys: readonly string[]): Uint32Array {
   return finished(byteCountsIn(keys));
 }
 
 /** byteCountsOf, pausing every MERGE_STEP samples (each a read of another cache line: about 5 ms in all at a million users). */
-function* byteCountsIn(keys: string): Generator<undefined, Uint32Array, undefined> {
+function* byteCountsIn(keys: readonly string[]): Generator<undefined, Uint32Array, undefined> {
   const counts = new Uint32Array(256);
-  for (let at = 0, step = 0; at < keys.length; at += 61) {
-    counts[keys.charCodeAt(at)]! += 1;
-    if (++step % MERGE_STEP === 0) yield;
+  let step = 0;
+  for (const text of keys) {
+    for (let at = 0; at < text.length; at += 61) {
+      counts[text.charCodeAt(at)]! += 1;
+      if (++step % MERGE_STEP === 0) yield;
+    }
   }
   return counts;
 }

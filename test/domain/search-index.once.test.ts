@@ -44,8 +44,11 @@ const usersArb = fc
 
 const FIELDS: SortField[] = ['lastname', 'firstname', 'email'];
 
+/** Keys in segments of 1 to 8 users (a million users' index holds 65,536 in each), so that a few users span several. */
+const segmentShiftArb = fc.integer({ min: 0, max: 3 });
+
 /** Builds the index as the loader does: users in pieces, then each order in pieces. */
-function build(users: readonly User[], piece = 7): SearchIndex {
+function build(users: readonly User[], piece = 7, segmentShift?: number): SearchIndex {
   const builder = new SearchIndexBuilder(3, users.length);
   for (let at = 0; at < users.length; at += piece) builder.addUsers(users.slice(at, at + piece));
   for (const field of FIELDS) {
@@ -54,7 +57,7 @@ function build(users: readonly User[], piece = 7): SearchIndex {
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
-  return new SearchIndex(parts);
+  return new SearchIndex(parts, { segmentShift });
 }
 
 function model(
@@ -91,8 +94,8 @@ const searchArb = fc.record({
 describe('SearchIndex', () => {
   it('counts and pages exactly like a plain filter and sort of the same users', () => {
     fc.assert(
-      fc.property(usersArb, searchArb, (users, search) => {
-        const index = build(users);
+      fc.property(usersArb, searchArb, segmentShiftArb, (users, search, segmentShift) => {
+        const index = build(users, 7, segmentShift);
         const members = index.roomMembers(users.filter((user) => user.member).map((user) => user.seq));
         assert.ok(members !== undefined);
         assert.deepEqual(index.search({ ...search, members }), model(users, search));
@@ -259,7 +262,7 @@ const asChanged = (user: StoredUser): ChangedUser => ({
 });
 
 /** The index the loader would read for these users: each order as the databases sort (keys byte-wise, then id). */
-function read(users: readonly StoredUser[], version: number): SearchIndex {
+function read(users: readonly StoredUser[], version: number, segmentShift?: number): SearchIndex {
   const builder = new SearchIndexBuilder(version, users.length);
   builder.addUsers(users.map(asChanged));
   const bytes = (s: string) => Buffer.from(s, 'utf8');
@@ -279,7 +282,7 @@ function read(users: readonly StoredUser[], version: number): SearchIndex {
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
-  return new SearchIndex(parts);
+  return new SearchIndex(parts, { segmentShift });
 }
 
 /** Pieces of names that collide under byte order: é before z, 😀 after every BMP character, '' first. */
@@ -364,6 +367,7 @@ const historyArb = (names = namePieceArb, ids: fc.Arbitrary<string> = fc.constan
     two: rewriteArb(names),
     twoAdded: newUsersArb(names),
     ids,
+    segmentShift: segmentShiftArb,
   });
 
 /** Searches covering every order, direction, paging and filter, with terms from the names' pieces. */
@@ -415,11 +419,11 @@ function assertAnswersAlike(updated: SearchIndex, whole: SearchIndex, users: rea
 describe('SearchIndex.withChanges', () => {
   it('answers like an index read whole after each change, changes laid over changes', () => {
     fc.assert(
-      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded }) => {
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, segmentShift }) => {
         const start = evolve([], [], initial);
         const first = evolve(start.users, one, oneAdded);
         const second = evolve(first.users, two, twoAdded);
-        const once = read(start.users, 3).withChanges(4, first.users.length, first.changed);
+        const once = read(start.users, 3, segmentShift).withChanges(4, first.users.length, first.changed);
         assert.ok(once !== undefined, 'no two users sort alike, and no name holds the separator');
         assertAnswersAlike(once, read(first.users, 4), first.users);
         const twice = once.withChanges(5, second.users.length, second.changed);
@@ -443,11 +447,11 @@ describe('SearchIndex.withChanges', () => {
 
   it('merged in steps while more changes are laid over: those laid over the merged index answer alike', () => {
     fc.assert(
-      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded }) => {
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, segmentShift }) => {
         const start = evolve([], [], initial);
         const first = evolve(start.users, one, oneAdded);
         const second = evolve(first.users, two, twoAdded);
-        const from = read(start.users, 3).withChanges(4, first.users.length, first.changed);
+        const from = read(start.users, 3, segmentShift).withChanges(4, first.users.length, first.changed);
         assert.ok(from !== undefined);
         const steps = from.compaction();
         let step = steps.next();
@@ -515,10 +519,10 @@ describe('SearchIndex.withChanges', () => {
 
   it('leaves each index it was laid over answering as before: the arrays it shares are never written where that one reads', () => {
     fc.assert(
-      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded }) => {
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, segmentShift }) => {
         const start = evolve([], [], initial);
         const first = evolve(start.users, one, oneAdded);
-        const once = read(start.users, 3).withChanges(4, first.users.length, first.changed)!;
+        const once = read(start.users, 3, segmentShift).withChanges(4, first.users.length, first.changed)!;
         // Two updates of the same index (a kind changed, users added, or neither), then each again.
         const second = evolve(first.users, two, twoAdded);
         const other = evolve(first.users, one, twoAdded);
@@ -663,5 +667,7 @@ describe('SearchIndex at the sizes where its ways of searching change', () => {
     const updated = readAscii(users, 1).withChanges(2, next.length, changes);
     assert.ok(updated !== undefined);
     assertAnswersAsExpected(updated, next);
+    // Merged: its keys in two segments, both touched, the second with the users added.
+    assertAnswersAsExpected(updated.compacted(), next);
   });
 });

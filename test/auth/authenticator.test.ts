@@ -114,6 +114,35 @@ describe('authentication and scope', () => {
     assert.equal((await lookup(header)).statusCode, 200);
   });
 
+  it('verifies a password again before its verification expires, so a client that keeps calling never waits for a hash', async () => {
+    const authenticator = t.app.authenticator;
+    const header = basic('root', 'root-password');
+    const authenticate = async () => (await authenticator.authenticate(header, performance.now(), '127.0.0.1')).kind;
+    const recheck = async () => (await authenticator.recheck(header, performance.now(), '127.0.0.1')) !== undefined;
+    clock += 61_000; // whatever an earlier test verified has expired
+    const before = authenticator.hashesComputed;
+    assert.equal(await authenticate(), 'authenticated');
+    assert.equal(authenticator.hashesComputed, before + 1, 'expired: verified again before answering');
+    clock += 30_000; // half its life left: nothing to do
+    assert.equal(await authenticate(), 'authenticated');
+    assert.equal(await recheck(), true);
+    assert.equal(authenticator.hashesComputed, before + 1);
+    clock += 15_000; // 15 s of 60 left: answered at once, verified again meanwhile
+    assert.equal(await recheck(), true);
+    for (let waited = 0; authenticator.hashesComputed < before + 2 && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(authenticator.hashesComputed, before + 2);
+    assert.equal(await authenticate(), 'authenticated', 'while it ran, the verification still held');
+    clock += 30_000; // past the first verification's end, within the second's
+    assert.equal(await authenticate(), 'authenticated');
+    assert.equal(await recheck(), true);
+    assert.equal(authenticator.hashesComputed, before + 2, 'no request waited for a hash');
+    // A changed password still stops it at once, refreshed or not.
+    await t.sql(sql`UPDATE credentials SET password_hash = '$scrypt$ln=14,r=8,p=5$AAAA$AAAA' WHERE username = 'root'`);
+    assert.equal(await recheck(), false);
+    assert.equal((await lookup(header)).statusCode, 401);
+    await t.importDirectory(DIRECTORY);
+  });
+
   it('serves the OpenAPI document and health without credentials', async () => {
     for (const url of ['/admin/api/v3/openapi.json', '/livez', '/readyz']) {
       assert.equal((await t.app.inject({ url })).statusCode, 200, url);

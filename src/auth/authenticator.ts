@@ -18,8 +18,9 @@ import { measureHashMs, verifyPassword } from './password-hash.ts';
 export type AuthOutcome =
   /**
    * `validUntil` (the authenticator's clock, ms): until when the same header, from the same client,
-   * with the database unchanged, is sure to get this outcome again: the password's verification
-   * is kept that long, a token's next `lastUsedAt` write is due then.
+   * with the database unchanged, is sure to get this outcome again with nothing else to do: the
+   * password's verification is due to be verified again then (see #refreshAhead), a token's next
+   * `lastUsedAt` write is due then.
    */
   | { kind: 'authenticated'; username: string; scope: CredentialScope; validUntil: number }
   | { kind: 'missing' }
@@ -162,7 +163,7 @@ export class Authenticator {
 
     if (row !== undefined && recentlyVerified && sameString(cached.passwordHash, row.passwordHash)) {
       this.#refreshAhead(cacheKey, cached, password);
-      return { kind: 'authenticated', username, scope: row.scope, validUntil: cached.expiresAt };
+      return { kind: 'authenticated', username, scope: row.scope, validUntil: this.#refreshDueAt(cached.expiresAt) };
     }
 
     // Every hash slot and the queue taken: busy, for a username that exists or not alike.
@@ -219,7 +220,7 @@ export class Authenticator {
     }
     const expiresAt = this.#now() + this.#policy.verifiedCacheSeconds * 1000;
     if (this.#policy.verifiedCacheSeconds > 0) this.#verified.set(cacheKey, { passwordHash: row.passwordHash, expiresAt });
-    return { kind: 'authenticated', username, scope: row.scope, validUntil: expiresAt };
+    return { kind: 'authenticated', username, scope: row.scope, validUntil: this.#refreshDueAt(expiresAt) };
   }
 
   /**
@@ -249,7 +250,7 @@ export class Authenticator {
     const { credential: row, failures } = await this.#loginState(throttleKey, username, clientKey(address), asOf);
     if (this.#throttle.check(throttleKey, failures).locked || row === undefined || !sameString(cached.passwordHash, row.passwordHash)) return undefined;
     this.#refreshAhead(cacheKey, cached, password);
-    return { scope: row.scope, validUntil: cached.expiresAt };
+    return { scope: row.scope, validUntil: this.#refreshDueAt(cached.expiresAt) };
   }
 
   /** What the verified credentials' cache is keyed by: a hash under this process's salt. */
@@ -268,8 +269,9 @@ export class Authenticator {
   }
 
   /**
-   * A verification used in the last third of its life is verified again in the background (one
-   * hash, while a hash slot is free), and the request answered at once: a client that keeps
+   * A verification used in the last third of its life (by a request authenticated, or by the
+   * answer replay's recheck, which its `validUntil` sends there from then on) is verified again in
+   * the background (one hash, while a hash slot is free), and the request answered at once: a client that keeps
    * calling never waits for a hash when its verification expires, where every request arriving
    * then waited for one (100-250 ms under load; the bursts of slow answers every minute in the
    * benches). A changed credential still stops working at once: the entry holds the stored hash
@@ -278,7 +280,7 @@ export class Authenticator {
    */
   #refreshAhead(cacheKey: string, cached: VerifiedEntry, password: string): void {
     const lifeMs = this.#policy.verifiedCacheSeconds * 1000;
-    if (cached.refreshing === true || cached.expiresAt - this.#now() > lifeMs / 3 || this.#hashes.full) return;
+    if (cached.refreshing === true || this.#now() < this.#refreshDueAt(cached.expiresAt) || this.#hashes.full) return;
     const verification = this.#hashes.run(() => this.#verify(password, cached.passwordHash));
     if (verification === undefined) return;
     cached.refreshing = true;
@@ -290,6 +292,15 @@ export class Authenticator {
       },
       () => (cached.refreshing = false),
     );
+  }
+
+  /**
+   * When a verification ending at `expiresAt` is due to be verified again: the start of its last
+   * third. Reported as the outcome's `validUntil`, so the answer replay, which answers without
+   * authenticating, asks again from then on (Authenticator.recheck) and sets the refresh off.
+   */
+  #refreshDueAt(expiresAt: number): number {
+    return expiresAt - (this.#policy.verifiedCacheSeconds * 1000) / 3;
   }
 
   /** Verifies a password against its stored hash, keeping the typical time of a hash up to date. */

@@ -57,6 +57,8 @@ const KNOWN_PAIRS = 100_000;
 const KNOWN_PAIR_MS = 24 * 60 * 60 * 1000;
 /** A username failing this many times the per-pair limit, over all addresses, is refused to pairs not known. */
 const USERNAME_FAILURES_PER_PAIR = 10;
+/** Once a verification is due to be verified again, the answer replay asks again this often until it is (see #validUntil). */
+const REFRESH_RETRY_MS = 1000;
 /** A token's `lastUsedAt` is written at most this often by one server: not a write per request. */
 export const TOKEN_USE_WRITE_MS = 60_000;
 
@@ -161,9 +163,17 @@ export class Authenticator {
     const verdict = this.#throttle.check(throttleKey, failures);
     if (verdict.locked) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds, by: 'username', username };
 
-    if (row !== undefined && recentlyVerified && sameString(cached.passwordHash, row.passwordHash)) {
-      this.#refreshAhead(cacheKey, cached, password);
-      return { kind: 'authenticated', username, scope: row.scope, validUntil: this.#refreshDueAt(cached.expiresAt) };
+    // Read again: verified again in the background (a new entry) while the row was read.
+    const verified = this.#verified.get(cacheKey);
+    if (
+      row !== undefined &&
+      recentlyVerified &&
+      verified !== undefined &&
+      verified.expiresAt > this.#now() &&
+      sameString(verified.passwordHash, row.passwordHash)
+    ) {
+      this.#refreshAhead(cacheKey, verified, password);
+      return { kind: 'authenticated', username, scope: row.scope, validUntil: this.#validUntil(verified.expiresAt) };
     }
 
     // Every hash slot and the queue taken: busy, for a username that exists or not alike.
@@ -220,15 +230,16 @@ export class Authenticator {
     }
     const expiresAt = this.#now() + this.#policy.verifiedCacheSeconds * 1000;
     if (this.#policy.verifiedCacheSeconds > 0) this.#verified.set(cacheKey, { passwordHash: row.passwordHash, expiresAt });
-    return { kind: 'authenticated', username, scope: row.scope, validUntil: this.#refreshDueAt(expiresAt) };
+    return { kind: 'authenticated', username, scope: row.scope, validUntil: this.#validUntil(expiresAt) };
   }
 
   /**
    * Whether a header that passed lately passes still, as of `asOf` (`performance.now()`), when
    * that takes neither a password hash nor a write: the credential row (revoked, changed) and the
    * failed logins are read as authenticate reads them, once per change of the database; undefined
-   * whenever authenticate would have more to do (a hash, a failure to record, a token's
-   * `lastUsedAt` due), or would not authenticate. The answer replay renews kept answers with it
+   * whenever authenticate would have more to do (a hash to wait for, a failure to record, a token's
+   * `lastUsedAt` due), or would not authenticate (a verification due to be verified again is,
+   * in the background: see #refreshAhead). The answer replay renews kept answers with it
    * after a commit, without the framework.
    */
   async recheck(header: string, asOf: number, address: string): Promise<{ scope: CredentialScope; validUntil: number } | undefined> {
@@ -244,13 +255,15 @@ export class Authenticator {
     if (credentials === undefined) return undefined;
     const { username, password } = credentials;
     const cacheKey = this.#verifiedKey(username, password);
-    const cached = this.#verified.get(cacheKey);
-    if (cached === undefined || cached.expiresAt <= this.#now()) return undefined;
+    if (!((this.#verified.get(cacheKey)?.expiresAt ?? 0) > this.#now())) return undefined;
     const throttleKey = `${clientKey(address)}\0${username}`;
     const { credential: row, failures } = await this.#loginState(throttleKey, username, clientKey(address), asOf);
+    // Read after the row: verified again in the background (a new entry) meanwhile, or expired.
+    const cached = this.#verified.get(cacheKey);
+    if (cached === undefined || cached.expiresAt <= this.#now()) return undefined;
     if (this.#throttle.check(throttleKey, failures).locked || row === undefined || !sameString(cached.passwordHash, row.passwordHash)) return undefined;
     this.#refreshAhead(cacheKey, cached, password);
-    return { scope: row.scope, validUntil: this.#refreshDueAt(cached.expiresAt) };
+    return { scope: row.scope, validUntil: this.#validUntil(cached.expiresAt) };
   }
 
   /** What the verified credentials' cache is keyed by: a hash under this process's salt. */
@@ -280,7 +293,9 @@ export class Authenticator {
    */
   #refreshAhead(cacheKey: string, cached: VerifiedEntry, password: string): void {
     const lifeMs = this.#policy.verifiedCacheSeconds * 1000;
-    if (cached.refreshing === true || this.#now() < this.#refreshDueAt(cached.expiresAt) || this.#hashes.full) return;
+    // Only into a free slot: a login waiting for one goes first.
+    const idle = this.#hashes.running < this.#policy.hashConcurrency && this.#hashes.queued === 0;
+    if (cached.refreshing === true || this.#now() < this.#refreshDueAt(cached.expiresAt) || !idle) return;
     const verification = this.#hashes.run(() => this.#verify(password, cached.passwordHash));
     if (verification === undefined) return;
     cached.refreshing = true;
@@ -294,13 +309,22 @@ export class Authenticator {
     );
   }
 
-  /**
-   * When a verification ending at `expiresAt` is due to be verified again: the start of its last
-   * third. Reported as the outcome's `validUntil`, so the answer replay, which answers without
-   * authenticating, asks again from then on (Authenticator.recheck) and sets the refresh off.
-   */
+  /** When a verification ending at `expiresAt` is due to be verified again: the start of its last third. */
   #refreshDueAt(expiresAt: number): number {
     return expiresAt - (this.#policy.verifiedCacheSeconds * 1000) / 3;
+  }
+
+  /**
+   * The `validUntil` of a verification ending at `expiresAt`: when it is due to be verified again,
+   * so that the answer replay, which answers without authenticating, asks again then
+   * (Authenticator.recheck) and sets that off; once due, a moment from now (at most its end), so
+   * the replay goes on answering while it runs and asks again shortly, for the renewed entry or to
+   * set it off when a hash slot was not free.
+   */
+  #validUntil(expiresAt: number): number {
+    const now = this.#now();
+    const due = this.#refreshDueAt(expiresAt);
+    return now < due ? due : Math.min(expiresAt, now + REFRESH_RETRY_MS);
   }
 
   /** Verifies a password against its stored hash, keeping the typical time of a hash up to date. */

@@ -462,6 +462,7 @@ export class SearchIndex {
     const bytes = bytesOfParts(parts as SearchIndexParts);
     const places = { lastname: finished(placesIn(orders.lastname)), firstname: finished(placesIn(orders.firstname)), email: finished(placesIn(orders.email)) };
     const shift = second?.segmentShift ?? SEGMENT_SHIFT;
+    if (!Number.isInteger(shift) || shift < 0 || shift > 30) throw new RangeError(`segmentShift ${shift}: an integer from 0 to 30`);
     const segments: string[] = [];
     for (let first = 0; first < seqs.length; first += 1 << shift) {
       const from = starts[first]!;
@@ -596,7 +597,8 @@ export class SearchIndex {
   /**
    * compacted(), in steps: pauses (yields) after each MERGE_STEP users' worth of work, so a server
    * merges between requests rather than hold its thread 100-280 ms at a million users
-   * (search-indexes.ts); a segment of keys (see SEGMENT_SHIFT) is joined whole between two pauses. Every array it reads stays as it is meanwhile (indexes
+   * (search-indexes.ts); a segment of keys a change touches (see SEGMENT_SHIFT) is copied and joined
+   * whole between two pauses (65,536 users, about 3 MB: 1-3 ms here). Every array it reads stays as it is meanwhile (indexes
    * laid over this one share them but never write where this one reads), so later indexes go on
    * being laid over this one while it runs; `rebasedOnto` then lays what they added over the result.
    */

@@ -207,6 +207,13 @@ describe('SearchIndex', () => {
     }
   });
 
+  it('refuses segments of keys it cannot number (a shift outside 0 to 30)', () => {
+    const builder = new SearchIndexBuilder(1, 0);
+    const parts = builder.parts();
+    assert.ok(parts !== undefined);
+    for (const segmentShift of [-1, 31, 2.5]) assert.throws(() => new SearchIndex(parts, { segmentShift }), RangeError);
+  });
+
   it('an index of no users answers nothing', () => {
     assert.deepEqual(build([]).search({ terms: ['a'], includeExternal: true, filter: {}, sortBy: 'email', direction: 'ASC', offset: 0, size: 5 }), {
       total: 0,

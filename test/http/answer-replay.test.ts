@@ -137,6 +137,22 @@ describe('answers replayed while nothing changed', () => {
     assert.equal(revoked.replayed, false);
   });
 
+  it('goes on replaying while a verification is verified again ahead of its end, so no request waits for a hash', async () => {
+    const auth = { authorization: basic('root', 'root-password') };
+    const url = `${LOOKUP('other', 'lobby')}?size=2`;
+    clock += 61_000; // what earlier tests verified has run out
+    await get(url, auth);
+    assert.equal((await get(url, auth)).replayed, true);
+    const hashes = t.app.authenticator.hashesComputed;
+    clock += 41_000; // its last third: the replay asks again, which sets a verification off
+    for (let i = 0; i < 4; i++) assert.equal((await get(url, auth)).replayed, true, `request ${i} in the last third`);
+    for (let waited = 0; t.app.authenticator.hashesComputed === hashes && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(t.app.authenticator.hashesComputed, hashes + 1, 'verified again once, in the background');
+    clock += 30_000; // past the end of the first verification
+    assert.equal((await get(url, auth)).replayed, true);
+    assert.equal(t.app.authenticator.hashesComputed, hashes + 1, 'no request waited for a hash');
+  });
+
   it('checks the password again once its verification expires, and counts replayed answers in /metrics', async () => {
     const auth = { authorization: basic('root', 'root-password') };
     const url = `${LOOKUP('other', 'lobby')}?size=1`;

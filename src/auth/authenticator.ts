@@ -68,9 +68,10 @@ export const TOKEN_USE_WRITE_MS = 60_000;
  * committed a change to it since it was read (SQLite's data_version,
  * PostgreSQL's change notices), so revoking or changing it takes effect at
  * once; only the slow hash is skipped for a password verified against that
- * same row within the last few seconds (verified again, in the background,
- * while a client keeps using it: see #refreshAhead). Cache keys are SHA-256 hashes under a
- * per-process salt, so the cache never holds a password or a fast hash of one.
+ * same row within SIGNROOM_AUTH_CACHE_SECONDS (verified again in the
+ * background while a client keeps using it: see #refreshAhead). Cache keys are
+ * SHA-256 hashes under a per-process salt, so the cache never holds a password
+ * or a fast hash of one.
  */
 export class Authenticator {
   readonly #db: Kysely<Database>;
@@ -284,10 +285,10 @@ export class Authenticator {
   /**
    * A verification used in the last third of its life (by a request authenticated, or by the
    * answer replay's recheck, which its `validUntil` sends there from then on) is verified again in
-   * the background (one hash, while a hash slot is free), and the request answered at once: a client that keeps
-   * calling never waits for a hash when its verification expires, where every request arriving
-   * then waited for one (100-250 ms under load; the bursts of slow answers every minute in the
-   * benches). A changed credential still stops working at once: the entry holds the stored hash
+   * the background (one hash, only into an idle hash slot), and the request answered at once: a
+   * client that keeps calling never waits for a hash when its verification expires, where every
+   * request arriving then waited for one (100-250 ms under load; the bursts of slow answers every
+   * minute in the benches). A changed credential still stops working at once: the entry holds the stored hash
    * it was verified against, compared with the row read for every request, and a refreshed
    * entry is kept only while the cache still holds the one it refreshes.
    */

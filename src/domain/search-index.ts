@@ -977,9 +977,9 @@ export class SearchIndex {
       const change = overlay.byUser.get(user)!;
       return containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term);
     }
-    const { keys, shift, starts } = this.#base;
-    const origin = starts[(user >>> shift) << shift]!;
-    return containsIn(keys[user >>> shift]!, starts[user]! - origin, starts[user + 1]! - 1 - origin, term);
+    const base = this.#base;
+    const origin = segmentOrigin(base, user);
+    return containsIn(base.keys[user >>> base.shift]!, base.starts[user]! - origin, base.starts[user + 1]! - 1 - origin, term);
   }
 
   /**
@@ -1178,9 +1178,14 @@ function scanKeys({ keys, shift, starts }: Base, needle: Needle, found: (key: nu
   }
 }
 
+/** Where the string of a base user's segment starts, in the keys as if they were joined (as `starts` counts). */
+function segmentOrigin(base: Base, user: number): number {
+  return base.starts[(user >>> base.shift) << base.shift]!;
+}
+
 /** A base user's key: in which string it is, from where to where (its end, U+0000, left out). */
 function baseKeyOf(base: Base, user: number): { text: string; from: number; end: number } {
-  const origin = base.starts[(user >>> base.shift) << base.shift]!;
+  const origin = segmentOrigin(base, user);
   return { text: base.keys[user >>> base.shift]!, from: base.starts[user]! - origin, end: base.starts[user + 1]! - 1 - origin };
 }
 

@@ -300,10 +300,8 @@ interface Overlay {
   users: Int32Array;
   keys: string;
   starts: Int32Array;
-  /** The place in `changes` of a changed user's number. */
-  byUser: Map<number, number>;
-  /** Each change's sort keys (as bytes) and where it goes in each base order: kept for the next update, which places only what is new. */
-  placements: Map<ChangedUser, Placement>;
+  /** Each change's sort keys (as bytes) and where it goes in each base order: carried to the next update, which places only what is new. */
+  placements: readonly Placement[];
   /** 1 for each held user whose base entry is passed over. */
   replaced: Uint8Array;
   /** Every user's kind (the base's, with the changes). */
@@ -341,16 +339,17 @@ function placementOf(change: ChangedUser): Placement {
 /**
  * The changes laid over before (`previous`), each replaced by its user's change among `changed`,
  * with the other new ones, in ascending seq order; each one's user number (a held user keeps
- * its own, a new one follows the held and those added before); and the places of those from
- * `changed` (`fresh`). Undefined when they cannot be laid over exactly: a seq neither held nor
- * after every one held, a new user numbered otherwise than before, or a count other than `users`.
+ * its own, a new one follows the held and those added before); the places of those from
+ * `changed` (`fresh`); and for each change the place in `previous` it is carried from, or -1
+ * (`carried`). Undefined when they cannot be laid over exactly: a seq neither held nor after every
+ * one held, a new user numbered otherwise than before, or a count other than `users`.
  */
 function mergedChanges(
   previous: Overlay | undefined,
   changed: readonly ChangedUser[],
   heldSeqs: Float64Array,
   users: number,
-): { changes: ChangedUser[]; numbers: Int32Array; addedSeqs: number[]; fresh: number[] } | undefined {
+): { changes: ChangedUser[]; numbers: Int32Array; addedSeqs: number[]; fresh: number[]; carried: Int32Array } | undefined {
   const held = heldSeqs.length;
   // The latest change of each user, in ascending seq order.
   const bySeq = new Map<number, ChangedUser>();
@@ -359,6 +358,7 @@ function mergedChanges(
   const earlier = previous?.changes ?? [];
   const changes: ChangedUser[] = [];
   const numbers = new Int32Array(earlier.length + incoming.length);
+  const carried = new Int32Array(earlier.length + incoming.length);
   const addedSeqs: number[] = [];
   const fresh: number[] = [];
   let e = 0;
@@ -369,12 +369,14 @@ function mergedChanges(
     const k = changes.length;
     if (fromEarlier) {
       changes.push(earlier[e]!);
+      carried[k] = e;
       user = previous!.users[e++]!;
     } else {
       const change = incoming[i++]!;
       if (e < earlier.length && earlier[e]!.seq === change.seq) user = previous!.users[e++]!;
       else user = placeOf(heldSeqs, change.seq);
       changes.push(change);
+      carried[k] = -1;
       fresh.push(k);
     }
     if (user < 0 || user >= held) {
@@ -388,7 +390,57 @@ function mergedChanges(
     numbers[k] = user;
   }
   if (held + addedSeqs.length !== users) return undefined;
-  return { changes, numbers: numbers.subarray(0, changes.length), addedSeqs, fresh };
+  return { changes, numbers: numbers.subarray(0, changes.length), addedSeqs, fresh, carried: carried.subarray(0, changes.length) };
+}
+
+/**
+ * The changes' search keys joined, and where each starts (one more entry, the end): runs of
+ * changes carried from `previous` in a row are one slice of its keys, so an update pays for the
+ * keys of its own changes, not for those of every change laid over before.
+ */
+function joinedKeys(previous: Overlay | undefined, placements: readonly Placement[], carried: Int32Array): { keys: string; starts: Int32Array } {
+  const count = placements.length;
+  const starts = new Int32Array(count + 1);
+  const pieces: string[] = [];
+  let k = 0;
+  while (k < count) {
+    const from = carried[k]!;
+    if (from < 0) {
+      const key = placements[k]!.searchKey;
+      pieces.push(key);
+      starts[k + 1] = starts[k]! + key.length;
+      k += 1;
+      continue;
+    }
+    // A run of changes carried from consecutive places of `previous`: one slice, its starts shifted.
+    let to = k + 1;
+    while (to < count && carried[to] === carried[to - 1]! + 1) to += 1;
+    const earlier = previous!.starts;
+    const shift = starts[k]! - earlier[from]!;
+    for (let j = k + 1; j <= to; j++) starts[j] = earlier[from + (j - k)]! + shift;
+    pieces.push(previous!.keys.slice(earlier[from], earlier[from + (to - k)]));
+    k = to;
+  }
+  return { keys: pieces.join(''), starts };
+}
+
+/** The place in `changes` of a changed user's number, or -1. */
+function changeOf(overlay: Overlay, user: number): number {
+  return placeOfNumber(overlay.users, user);
+}
+
+/** The place of `user` in `numbers` (ascending: changes' user numbers ascend with their seqs), or -1. */
+function placeOfNumber(numbers: Int32Array, user: number): number {
+  let low = 0;
+  let high = numbers.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const value = numbers[middle]!;
+    if (value === user) return middle;
+    if (value < user) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
 }
 
 /** Which held users are passed over: `earlier`'s, with the held users of the `fresh` changes; `earlier` itself when that adds none. */
@@ -493,9 +545,9 @@ export class SearchIndex {
   /** What a lookup tests of a held user: its search key (as bytes) and kind. */
   stateOf(user: number): UserState {
     const overlay = this.#overlay;
-    const change = overlay?.byUser.get(user);
+    const change = overlay === undefined ? -1 : changeOf(overlay, user);
     const kind = (overlay?.kinds ?? this.#base.kinds)[user]!;
-    if (change !== undefined) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind };
+    if (change >= 0) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind };
     const { text, from, end } = baseKeyOf(this.#base, user);
     return { key: text.slice(from, end), kind };
   }
@@ -530,20 +582,11 @@ export class SearchIndex {
     const previous = this.#overlay;
     const laid = mergedChanges(previous, changed, base.seqs, users);
     if (laid === undefined) return undefined;
-    const { changes, numbers, addedSeqs, fresh } = laid;
+    const { changes, numbers, addedSeqs, fresh, carried } = laid;
 
-    // Placements of changes laid over before are carried (same object, same base): only the new ones are made.
-    const placements = new Map<ChangedUser, Placement>();
-    for (const change of changes) placements.set(change, previous?.placements.get(change) ?? placementOf(change));
-    const byUser = new Map<number, number>();
-    for (let k = 0; k < changes.length; k++) byUser.set(numbers[k]!, k);
-    const starts = new Int32Array(changes.length + 1);
-    const keys: string[] = [];
-    for (let k = 0; k < changes.length; k++) {
-      const key = placements.get(changes[k]!)!.searchKey;
-      keys.push(key);
-      starts[k + 1] = starts[k]! + key.length;
-    }
+    // Placements of changes laid over before are carried (same base): only the new ones are made.
+    const placements = changes.map((change, k) => (carried[k]! >= 0 ? previous!.placements[carried[k]!]! : placementOf(change)));
+    const { keys, starts } = joinedKeys(previous, placements, carried);
 
     // The arrays of a user each are shared with the index laid over before while they stay as they were.
     const replaced = replacedWith(previous?.replaced, held, fresh, numbers);
@@ -553,11 +596,11 @@ export class SearchIndex {
     const superseded = new Set<number>();
     for (const k of fresh) superseded.add(numbers[k]!);
     for (const field of SORT_FIELDS) {
-      const placed = this.#placeInBase(field, fresh, changes, placements, numbers, replaced, previous?.inserts[field], superseded, byUser);
+      const placed = this.#placeInBase(field, fresh, placements, numbers, replaced, previous, superseded);
       if (placed === undefined) return undefined;
       inserts[field] = placed;
     }
-    // The changes themselves (objects of five short strings), their placements and the map of users, about 400 bytes each.
+    // The changes themselves (objects of five short strings) and their placements, about 400 bytes each.
     // Kinds still the base's own are counted with the base.
     const overlayBytes =
       starts[changes.length]! +
@@ -571,9 +614,8 @@ export class SearchIndex {
     return new SearchIndex(base, version, {
       changes,
       users: numbers,
-      keys: keys.join(''),
+      keys,
       starts,
-      byUser,
       placements,
       replaced,
       kinds: kinds.view,
@@ -724,22 +766,19 @@ export class SearchIndex {
   #placeInBase(
     field: SortField,
     fresh: readonly number[],
-    changes: readonly ChangedUser[],
-    placements: ReadonlyMap<ChangedUser, Placement>,
+    placements: readonly Placement[],
     numbers: Int32Array,
     replaced: Uint8Array,
-    earlier: { before: Int32Array; users: Int32Array } | undefined,
+    previous: Overlay | undefined,
     superseded: ReadonlySet<number>,
-    byUser: ReadonlyMap<number, number>,
   ): { before: Int32Array; users: Int32Array } | undefined {
     const keyOrder = sortKeyOrder(field);
-    const placementAt = (k: number) => placements.get(changes[k]!)!;
-    const byKey = (a: number, b: number) => {
-      const x = placementAt(a).keys;
-      const y = placementAt(b).keys;
+    const placementAt = (k: number) => placements[k]!;
+    const compareKeys = (x: Placement['keys'], y: Placement['keys']) => {
       for (const key of keyOrder) if (x[key] !== y[key]) return x[key] < y[key] ? -1 : 1;
       return x.id < y.id ? -1 : x.id > y.id ? 1 : 0;
     };
+    const byKey = (a: number, b: number) => compareKeys(placementAt(a).keys, placementAt(b).keys);
     const unplaced = fresh.filter((k) => placementAt(k).before[field] === undefined);
     const keyed = unplaced.map((k) => ({ k, key: keyOrder.map((key) => placementAt(k).keys[key]) })).sort((a, b) => byKey(a.k, b.k));
     const order = this.#base.orders[field];
@@ -771,24 +810,65 @@ export class SearchIndex {
     }
     const beforeOf = (k: number) => placementAt(k).before[field]!;
     const incoming = [...fresh].sort((a, b) => beforeOf(a) - beforeOf(b) || byKey(a, b));
-    // Merged with the earlier changes (in their order already), the users changed again left out.
-    const count = changes.length;
+    // Merged with the earlier changes (in their order already), the users changed again left out:
+    // the runs of earlier changes between two incoming ones are copied whole, so an update's cost
+    // grows with its own changes, not with every change laid over before.
+    const earlier = previous?.inserts[field];
+    const earlierBefore = earlier?.before ?? new Int32Array(0);
+    const earlierUsers = earlier?.users ?? new Int32Array(0);
+    const earlierCount = earlierUsers.length;
+    // The place among the earlier changes each incoming one goes before: the first that goes before
+    // a later base place, or before the same one with keys that come after. The earlier changes are
+    // in that order by the keys they were placed with (those of the users changed again included,
+    // which are left out below wherever the incoming ones go among them).
+    const pointOf = (k: number) => {
+      const place = beforeOf(k);
+      const keys = placementAt(k).keys;
+      let low = 0;
+      let high = earlierCount;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        const placed = previous!.placements[placeOfNumber(previous!.users, earlierUsers[middle]!)]!;
+        if ((earlierBefore[middle]! - place || compareKeys(placed.keys, keys)) < 0) low = middle + 1;
+        else high = middle;
+      }
+      return low;
+    };
+    const points = incoming.map(pointOf);
+    const dropped: number[] = [];
+    for (const user of superseded) {
+      const e = earlierUsers.indexOf(user);
+      if (e >= 0) dropped.push(e);
+    }
+    dropped.sort((x, y) => x - y);
+    const count = placements.length;
     const before = new Int32Array(count);
     const placedUsers = new Int32Array(count);
     let at = 0;
+    let from = 0;
     let next = 0;
-    const take = (k: number) => {
-      before[at] = beforeOf(k);
-      placedUsers[at++] = numbers[k]!;
-    };
-    for (let e = 0; e < (earlier?.users.length ?? 0); e++) {
-      const user = earlier!.users[e]!;
-      if (superseded.has(user)) continue;
-      const k = byUser.get(user)!;
-      while (next < incoming.length && (beforeOf(incoming[next]!) - earlier!.before[e]! || byKey(incoming[next]!, k)) < 0) take(incoming[next++]!);
-      take(k);
+    let drop = 0;
+    for (;;) {
+      const insertAt = next < incoming.length ? points[next]! : Infinity;
+      const dropAt = drop < dropped.length ? dropped[drop]! : Infinity;
+      const to = Math.min(insertAt, dropAt, earlierCount);
+      if (to > from) {
+        if (at + to - from > count) return undefined;
+        before.set(earlierBefore.subarray(from, to), at);
+        placedUsers.set(earlierUsers.subarray(from, to), at);
+        at += to - from;
+        from = to;
+      }
+      if (insertAt === to) {
+        if (at >= count) return undefined;
+        const k = incoming[next++]!;
+        before[at] = beforeOf(k);
+        placedUsers[at++] = numbers[k]!;
+      } else if (dropAt === to) {
+        from = to + 1;
+        drop += 1;
+      } else break;
     }
-    while (next < incoming.length) take(incoming[next++]!);
     if (at !== count) return undefined;
     return { before, users: placedUsers };
   }
@@ -974,7 +1054,7 @@ export class SearchIndex {
   #contains(user: number, term: string): boolean {
     const overlay = this.#overlay;
     if (overlay !== undefined && (user >= this.#base.seqs.length || overlay.replaced[user] === 1)) {
-      const change = overlay.byUser.get(user)!;
+      const change = changeOf(overlay, user);
       return containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term);
     }
     const base = this.#base;

@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { preferIndexWalks } from '../db/dialect-sql.ts';
-import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/tables.ts';
 import { arraysOfParts, emptyParts, SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
@@ -16,8 +15,6 @@ import {
   findDirectoryStamp,
   findDirectoryVersion,
   findOrganizationSize,
-  readChangedRooms,
-  readChangedUsers,
   readChangesAtOnce,
   type OrganizationChanges,
   readIndexedUsers,
@@ -71,7 +68,7 @@ const PIECE = 10_000;
  */
 export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: { snapshots?: string } = {}): Promise<LoadResult> {
   // One statement is one snapshot: no transaction needed.
-  if (job.kind === 'changes' && dialectOf(db) === 'postgres') return changesOf(await readChangesAtOnce(db, job.orgId, job.since, job.maxChanges + 1), job);
+  if (job.kind === 'changes') return changesOf(await readChangesAtOnce(db, job.orgId, job.since, job.maxChanges + 1), job);
   const { result, stamp } = await db
     .transaction()
     .setIsolationLevel('repeatable read')
@@ -80,7 +77,7 @@ export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: {
       await preferIndexWalks(trx);
       if (job.kind === 'organization') return readOrganization(trx, job, options.snapshots !== undefined);
       if (job.kind === 'rooms') return { result: await readLargestRooms(trx, job) };
-      return { result: job.kind === 'changes' ? await readChanges(trx, job) : await readRoom(trx, job) };
+      return { result: await readRoom(trx, job) };
     });
   // Only of a version the database lists with its stamp, and not over a copy of a later state the
   // database lists (an import's, written while this read ran). A copy that cannot be written (a
@@ -130,13 +127,6 @@ export async function readIndexParts(db: Kysely<Database>, orgId: string, size: 
   const parts = builder.parts();
   if (parts === undefined) throw new Error(`the users of organization "${orgId}" did not add up to its tallies`);
   return parts;
-}
-
-async function readChanges(db: Kysely<Database>, job: Extract<LoadJob, { kind: 'changes' }>): Promise<LoadResult> {
-  const size = await findOrganizationSize(db, job.orgId);
-  if (size === undefined) return { kind: 'stale' };
-  const changed = await readChangedUsers(db, job.orgId, job.since, job.maxChanges + 1);
-  return changesOf({ size, changed, rooms: await readChangedRooms(db, job.orgId, job.since) }, job);
 }
 
 function changesOf(read: OrganizationChanges | undefined, job: Extract<LoadJob, { kind: 'changes' }>): LoadResult {

@@ -1,7 +1,7 @@
 /**
  * In-memory search index updates under steady writes, in one process, without a server: the cost
  * of laying one change over an index of a million users (SearchIndex.withChanges), by how many
- * changes are laid over it already, and of one page without terms computed from it.
+ * changes are laid over it already, and of pages computed from it.
  *
  *   npm run bench:index-updates -- [--users 1000000] [--writes 4000] [--rounds 3]
  *
@@ -11,6 +11,8 @@
  * (search-indexes.ts): so here, at once, untimed. The baseline, measured in the same run, is the
  * same update with few changes laid over (the first quarter): an update whose cost grows with the
  * changes laid over pays for them again at each of the 200 commits a second of the writes bench.
+ * Every 100 writes, a search for a common term (one user in twelve) is timed too, its filter
+ * tested on each match.
  */
 import { parseArgs } from 'node:util';
 import { SearchIndex, SearchIndexBuilder, type ChangedUser, type IndexedUser } from '../src/domain/search-index.ts';
@@ -86,14 +88,15 @@ function build(): SearchIndex {
   return new SearchIndex(parts);
 }
 
-/** Microseconds per update by quarter of the changes laid over (0-249, 250-499, …), and per page. */
-function round(start: SearchIndex): { quarters: number[]; page: number } {
+/** Microseconds per update by quarter of the changes laid over (0-249, 250-499, …), per page, and per search. */
+function round(start: SearchIndex): { quarters: number[]; page: number; search: number } {
   let index = start;
   let version = 1;
   let seq = users;
   const sums = [0, 0, 0, 0];
   const counts = [0, 0, 0, 0];
   let pageMicros = 0;
+  let searchMicros = 0;
   let current: Person | undefined;
   for (let k = 0; k < writes; k++) {
     let changed: ChangedUser;
@@ -128,13 +131,26 @@ function round(start: SearchIndex): { quarters: number[]; page: number } {
     at = performance.now();
     index.pageWithoutTerms({ includeExternal: true, filter: {}, sortBy: 'lastname', direction: 'ASC', offset: 0, size: 20 });
     pageMicros += (performance.now() - at) * 1000;
+    if (k % 100 === 99) {
+      at = performance.now();
+      index.search({
+        terms: ['mul'],
+        includeExternal: false,
+        filter: { external: false },
+        sortBy: 'lastname',
+        direction: 'ASC',
+        offset: 0,
+        size: 20,
+      });
+      searchMicros += (performance.now() - at) * 1000;
+    }
   }
-  return { quarters: sums.map((sum, q) => sum / counts[q]!), page: pageMicros / writes };
+  return { quarters: sums.map((sum, q) => sum / counts[q]!), page: pageMicros / writes, search: searchMicros / Math.floor(writes / 100) };
 }
 
 process.stderr.write(`building an index of ${users.toLocaleString('en')} users…\n`);
 const index = build();
-const results: { quarters: number[]; page: number }[] = [];
+const results: { quarters: number[]; page: number; search: number }[] = [];
 for (let r = 0; r < rounds; r++) results.push(round(index));
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const quarters = [0, 1, 2, 3].map((q) => median(results.map((result) => result.quarters[q]!)));
@@ -148,5 +164,6 @@ const lines = [
   ),
   '',
   `page of 20 without terms after each update: ${median(results.map((result) => result.page)).toFixed(1)} µs`,
+  `search for a term one user in twelve holds, every 100 updates: ${(median(results.map((result) => result.search)) / 1000).toFixed(2)} ms`,
 ];
 console.log(lines.join('\n'));

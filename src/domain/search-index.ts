@@ -304,10 +304,13 @@ interface Overlay {
   placements: readonly Placement[];
   /** 1 for each held user whose base entry is passed over. */
   replaced: Uint8Array;
-  /** Every user's kind (the base's, with the changes). */
+  /**
+   * Each change's kind: a changed user's kind is read here (see #kinds), the base's kinds never
+   * change. Copying a million kinds whenever a change made one differ (a user suspended) cost more
+   * than the rest of the update, and as much memory to collect each time (docs/decisions.md, "An
+   * update of a held index lays over only what is new").
+   */
   kinds: Uint8Array;
-  /** What `kinds` is a view of, while later users may be added to it in place (see kindsWith). */
-  growableKinds: GrowableKinds | undefined;
   /** The seqs of the new users, after the held ones'. */
   addedSeqs: Float64Array;
   /** For each order: changed users, by their place (then in order), and the place in the base order each goes before. */
@@ -453,43 +456,6 @@ function replacedWith(earlier: Uint8Array | undefined, held: number, fresh: read
   return replaced;
 }
 
-/**
- * An array of kinds that later users may be written into past the end of the views made of it,
- * by the one index whose view ends where the writing did (`used`): older views never see them.
- */
-interface GrowableKinds {
-  array: Uint8Array;
-  used: number;
-}
-
-/**
- * Every user's kind with the `fresh` changes: `earlier` itself when none differs and no user is
- * new; `earlier`'s array written past its end when only new users come and it may grow; a copy
- * (with room to grow) otherwise. Copying a million kinds on every update cost more than the rest
- * of the update (docs/decisions.md, "How writes reach the in-memory search indexes").
- */
-function kindsWith(
-  earlier: Uint8Array,
-  growable: GrowableKinds | undefined,
-  users: number,
-  fresh: readonly number[],
-  changes: readonly ChangedUser[],
-  numbers: Int32Array,
-): { view: Uint8Array; array: Uint8Array; growable: GrowableKinds | undefined } {
-  const differs = fresh.some((k) => numbers[k]! < earlier.length && earlier[numbers[k]!] !== kindOf(changes[k]!));
-  if (!differs && users === earlier.length) return { view: earlier, array: growable?.array ?? earlier, growable };
-  if (!differs && users > earlier.length && growable !== undefined && growable.used === earlier.length && users <= growable.array.length) {
-    for (const k of fresh) if (numbers[k]! >= earlier.length) growable.array[numbers[k]!] = kindOf(changes[k]!);
-    growable.used = users;
-    return { view: growable.array.subarray(0, users), array: growable.array, growable };
-  }
-  const array = new Uint8Array(users + Math.max(1024, users >> 6));
-  array.set(earlier.subarray(0, Math.min(earlier.length, users)));
-  for (const k of fresh) array[numbers[k]!] = kindOf(changes[k]!);
-  const grown = { array, used: users };
-  return { view: array.subarray(0, users), array, growable: grown };
-}
-
 export class SearchIndex {
   readonly version: number;
   /** Memory held, in bytes. */
@@ -546,7 +512,7 @@ export class SearchIndex {
   stateOf(user: number): UserState {
     const overlay = this.#overlay;
     const change = overlay === undefined ? -1 : changeOf(overlay, user);
-    const kind = (overlay?.kinds ?? this.#base.kinds)[user]!;
+    const kind = this.#kinds()(user);
     if (change >= 0) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind };
     const { text, from, end } = baseKeyOf(this.#base, user);
     return { key: text.slice(from, end), kind };
@@ -590,7 +556,7 @@ export class SearchIndex {
 
     // The arrays of a user each are shared with the index laid over before while they stay as they were.
     const replaced = replacedWith(previous?.replaced, held, fresh, numbers);
-    const kinds = kindsWith(previous?.kinds ?? base.kinds, previous?.growableKinds, users, fresh, changes, numbers);
+    const kinds = Uint8Array.from(changes, (change, k) => (carried[k]! >= 0 ? previous!.kinds[carried[k]!]! : kindOf(change)));
 
     const inserts = {} as Overlay['inserts'];
     const superseded = new Set<number>();
@@ -607,7 +573,7 @@ export class SearchIndex {
       starts.byteLength +
       numbers.byteLength +
       replaced.byteLength +
-      (kinds.array === base.kinds ? 0 : kinds.array.byteLength) +
+      kinds.byteLength +
       8 * addedSeqs.length +
       3 * 8 * changes.length +
       400 * changes.length;
@@ -618,8 +584,7 @@ export class SearchIndex {
       starts,
       placements,
       replaced,
-      kinds: kinds.view,
-      growableKinds: kinds.growable,
+      kinds,
       addedSeqs: Float64Array.from(addedSeqs),
       inserts,
       bytes: overlayBytes,
@@ -703,11 +668,14 @@ export class SearchIndex {
     const orders = {} as Record<SortField, Int32Array>;
     for (const field of SORT_FIELDS) orders[field] = yield* mergedOrder(base.orders[field], overlay.inserts[field], overlay.replaced, users);
     const places = { lastname: yield* placesIn(orders.lastname), firstname: yield* placesIn(orders.firstname), email: yield* placesIn(orders.email) };
-    const bytes = at + starts.byteLength + overlay.kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
+    const kinds = new Uint8Array(users);
+    kinds.set(base.kinds);
+    for (let change = 0; change < overlay.users.length; change++) kinds[overlay.users[change]!] = overlay.kinds[change]!;
+    const bytes = at + starts.byteLength + kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
     // Last, so that terms searched for while the merge ran are carried too.
     const matches = yield* this.#carriedMatches(overlay, users);
     const byteCounts = yield* byteCountsIn(keys);
-    return new SearchIndex({ keys, shift, starts, kinds: overlay.kinds, seqs, orders, places, byteCounts, bytes, matches }, this.version);
+    return new SearchIndex({ keys, shift, starts, kinds, seqs, orders, places, byteCounts, bytes, matches }, this.version);
   }
 
   /**
@@ -952,9 +920,19 @@ export class SearchIndex {
   #candidateKinds(search: Omit<IndexSearch, 'terms'>): (user: number) => boolean {
     const accepted = acceptedKinds(search.includeExternal, search.filter);
     const members = this.#membersFor(search);
-    const kinds = this.#overlay?.kinds ?? this.#base.kinds;
-    if (members === undefined) return (user) => accepted[kinds[user]!] === 1;
-    return (user) => accepted[kinds[user]! | (members.has(user) ? ROOM_MEMBER : 0)] === 1;
+    const kindAt = this.#kinds();
+    if (members === undefined) return (user) => accepted[kindAt(user)] === 1;
+    return (user) => accepted[kindAt(user) | (members.has(user) ? ROOM_MEMBER : 0)] === 1;
+  }
+
+  /** Each user's kind: a base user's from the base, a changed (or new) user's from its change. */
+  #kinds(): (user: number) => number {
+    const kinds = this.#base.kinds;
+    const overlay = this.#overlay;
+    if (overlay === undefined) return (user) => kinds[user]!;
+    const held = kinds.length;
+    const replaced = overlay.replaced;
+    return (user) => (user < held && replaced[user] !== 1 ? kinds[user]! : overlay.kinds[changeOf(overlay, user)]!);
   }
 
   /** The room's members when the filter depends on them (which the search must then give). */
@@ -1016,14 +994,14 @@ export class SearchIndex {
     if (search.terms.some((term) => term.includes('\0'))) return matches;
     const accepted = acceptedKinds(search.includeExternal, search.filter);
     const members = this.#membersFor(search);
-    const kinds = this.#overlay?.kinds ?? this.#base.kinds;
+    const kindAt = this.#kinds();
     const take =
       members === undefined
         ? (user: number) => {
-            if (accepted[kinds[user]!] === 1) matches.add(user);
+            if (accepted[kindAt(user)] === 1) matches.add(user);
           }
         : (user: number) => {
-            if (accepted[kinds[user]! | (members.has(user) ? ROOM_MEMBER : 0)] === 1) matches.add(user);
+            if (accepted[kindAt(user) | (members.has(user) ? ROOM_MEMBER : 0)] === 1) matches.add(user);
           };
     if (members !== undefined && onlyMembersAccepted(accepted)) {
       if (first !== undefined && members.size * FEW_MEMBERS > users) this.#scanMembers(first, members, take);

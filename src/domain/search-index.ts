@@ -556,7 +556,8 @@ export class SearchIndex {
 
     // The arrays of a user each are shared with the index laid over before while they stay as they were.
     const replaced = replacedWith(previous?.replaced, held, fresh, numbers);
-    const kinds = Uint8Array.from(changes, (change, k) => (carried[k]! >= 0 ? previous!.kinds[carried[k]!]! : kindOf(change)));
+    const kinds = new Uint8Array(changes.length);
+    for (let k = 0; k < changes.length; k++) kinds[k] = carried[k]! >= 0 ? previous!.kinds[carried[k]!]! : kindOf(changes[k]!);
 
     const inserts = {} as Overlay['inserts'];
     const superseded = new Set<number>();

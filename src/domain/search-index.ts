@@ -427,23 +427,9 @@ function joinedKeys(previous: Overlay | undefined, placements: readonly Placemen
   return { keys: pieces.join(''), starts };
 }
 
-/** The place in `changes` of a changed user's number, or -1. */
+/** The place in `changes` of a changed user's number (they ascend with the changes' seqs), or -1. */
 function changeOf(overlay: Overlay, user: number): number {
-  return placeOfNumber(overlay.users, user);
-}
-
-/** The place of `user` in `numbers` (ascending: changes' user numbers ascend with their seqs), or -1. */
-function placeOfNumber(numbers: Int32Array, user: number): number {
-  let low = 0;
-  let high = numbers.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const value = numbers[middle]!;
-    if (value === user) return middle;
-    if (value < user) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
+  return placeOf(overlay.users, user);
 }
 
 /** Which held users are passed over: `earlier`'s, with the held users of the `fresh` changes; `earlier` itself when that adds none. */
@@ -797,7 +783,7 @@ export class SearchIndex {
       let high = earlierCount;
       while (low < high) {
         const middle = (low + high) >>> 1;
-        const placed = previous!.placements[placeOfNumber(previous!.users, earlierUsers[middle]!)]!;
+        const placed = previous!.placements[placeOf(previous!.users, earlierUsers[middle]!)]!;
         if ((earlierBefore[middle]! - place || compareKeys(placed.keys, keys)) < 0) low = middle + 1;
         else high = middle;
       }
@@ -1346,15 +1332,15 @@ function compareRange(keys: string, from: number, to: number, key: string): numb
   return to - from - key.length;
 }
 
-/** Where `seq` is in the ascending `seqs`, or -1. */
-function placeOf(seqs: Float64Array, seq: number): number {
+/** Where `value` is in the ascending `values` (seqs, or changed users' numbers), or -1. */
+function placeOf(values: Float64Array | Int32Array, value: number): number {
   let low = 0;
-  let high = seqs.length - 1;
+  let high = values.length - 1;
   while (low <= high) {
     const middle = (low + high) >>> 1;
-    const value = seqs[middle]!;
-    if (value === seq) return middle;
-    if (value < seq) low = middle + 1;
+    const at = values[middle]!;
+    if (at === value) return middle;
+    if (at < value) low = middle + 1;
     else high = middle - 1;
   }
   return -1;

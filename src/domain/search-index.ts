@@ -715,7 +715,7 @@ export class SearchIndex {
    * undefined if a tie with a user not `replaced` leaves it open (ties are ordered by an id the
    * index does not hold), or a name holding the separator makes a base key unreadable. A change
    * placed before keeps its place (more users replaced since only removes ties): the changes laid
-   * over before stay in the order they were (`earlier`, less the users changed again:
+   * over before stay in the order they were (`previous`'s, less the users changed again:
    * `superseded`), and only the `fresh` ones (places in `changes`) are searched for and merged in.
    */
   #placeInBase(

@@ -7,8 +7,8 @@
  *
  * The writes are those of bench/writes.ts, in turn for each new user: created, renamed, made a
  * member of a room (its keys unchanged), suspended. Each is one update, as a server takes in one
- * commit of another. Every COMPACT_AFTER (1,000) changes the server merges them into the base
- * (search-indexes.ts): so here, at once, untimed. The baseline, measured in the same run, is the
+ * commit of another. Every COMPACT_AFTER (1,000) changes a server merges them into the base
+ * (search-indexes.ts, in steps): so here, at once, untimed. The baseline, measured in the same run, is the
  * same update with few changes laid over (the first quarter): an update whose cost grows with the
  * changes laid over pays for them again at each of the 200 commits a second of the writes bench.
  * Every 100 writes, a search for a common term (one user in twelve) is timed too, its filter
@@ -17,7 +17,8 @@
 import { parseArgs } from 'node:util';
 import { SearchIndex, SearchIndexBuilder, type ChangedUser, type IndexedUser } from '../src/domain/search-index.ts';
 import { foldedKeys } from '../src/domain/fold.ts';
-import { sortKeyOrder, type SortField } from '../src/domain/signatory-rules.ts';
+import { SORT_FIELDS, sortKeyOrder } from '../src/domain/signatory-rules.ts';
+import { COMPACT_AFTER } from '../src/search-index/search-indexes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -29,8 +30,8 @@ const { values } = parseArgs({
 const users = Number(values.users);
 const writes = Number(values.writes);
 const rounds = Number(values.rounds);
-const COMPACT_AFTER = 1_000;
-const FIELDS: SortField[] = ['lastname', 'firstname', 'email'];
+// Each user's four writes lay one change over the index (the same user's): the quarters fill up by 4,000 writes.
+if (!(writes >= 4 * COMPACT_AFTER)) throw new Error(`--writes: at least ${4 * COMPACT_AFTER}, so that changes are laid over up to a merge`);
 const FIRST = ['Anna', 'Bernd', 'Chloé', 'Dariusz', 'Emma', 'Fatima', 'Günther', 'Hiro', 'Ines', 'Jonas', 'Kasia', 'Lars'];
 const LAST = ['Müller', 'Schmidt', 'Kowalski', 'Nowak', 'Rossi', 'García', 'Martin', 'Bernard', 'Jansen', 'Smith', 'Novák', 'Öztürk'];
 
@@ -71,7 +72,7 @@ function build(): SearchIndex {
     );
   }
   const keyed = people.map((p) => ({ seq: p.seq, id: p.id, ...foldedKeys(p) }));
-  for (const field of FIELDS) {
+  for (const field of SORT_FIELDS) {
     const order = sortKeyOrder(field).map((f) => `${f}Key` as const);
     const sorted = [...keyed].sort((a, b) => {
       for (const key of order) if (a[key] !== b[key]) return a[key] < b[key] ? -1 : 1;

@@ -497,11 +497,11 @@ export class SearchIndex {
   /** What a lookup tests of a held user: its search key (as bytes) and kind. */
   stateOf(user: number): UserState {
     const overlay = this.#overlay;
+    // A changed (or new) user is among the changes; any other is the base's.
     const change = overlay === undefined ? -1 : changeOf(overlay, user);
-    const kind = this.#kinds()(user);
-    if (change >= 0) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind };
+    if (change >= 0) return { key: overlay!.keys.slice(overlay!.starts[change], overlay!.starts[change + 1]! - 1), kind: overlay!.kinds[change]! };
     const { text, from, end } = baseKeyOf(this.#base, user);
-    return { key: text.slice(from, end), kind };
+    return { key: text.slice(from, end), kind: this.#base.kinds[user]! };
   }
 
   #seqOf(user: number): number {

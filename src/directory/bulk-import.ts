@@ -224,7 +224,7 @@ async function importOrganization(run: ImportRun, organization: OrganizationImpo
     }
   }
   if (!bulkLoaded) await upsertRooms(run, organization, firstUsers, version);
-  if (writing(run) && !run.indexesDropped) await retallyOrganization(trx, organization.id);
+  if (writing(run) && !run.indexesDropped) await retallyOrganization(trx, organization.id, { mostOfTable: bulkLoaded });
   imported.counts = { users: run.counts.users - before.users, rooms: run.counts.rooms - before.rooms, members: run.counts.members - before.members };
 }
 

@@ -206,7 +206,8 @@ export function bytesOfParts(parts: SearchIndexParts): number {
     starts.byteLength +
     kinds.byteLength +
     seqs.byteLength +
-    2 * (orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength)
+    2 * (orders.lastname.byteLength + orders.firstname.byteLength + orders.email.byteLength) +
+    filterBytes(seqs.length)
   );
 }
 
@@ -284,6 +285,14 @@ interface Base {
   places: Readonly<Record<SortField, Int32Array>>;
   /** How often each byte value occurs in the keys (sampled): a term is searched for from its rarest byte. */
   byteCounts: Uint32Array;
+  /**
+   * Each segment's block filters (see blockFilters): a scan for a term passes over the blocks
+   * that lack one of its byte triples. Undefined until a scan first needs them (a base read
+   * whole) or a merge makes them (the segments it joined anew); filled in place, as a cache.
+   */
+  filters: (Int32Array | undefined)[];
+  /** Users per block of the filters, as a power of two (see FILTER_BLOCK_SHIFT). */
+  blockShift: number;
   bytes: number;
   /** The base users whose key contains a term, in ascending order, by term; 'many' when too many to keep (see KEPT_MATCHES_SHARE). */
   matches: LruCache<string, Int32Array | 'many'>;
@@ -449,10 +458,10 @@ export class SearchIndex {
   readonly #base: Base;
   readonly #overlay: Overlay | undefined;
 
-  /** An index of the parts; `segmentShift`: its keys in segments of 2^segmentShift users (see SEGMENT_SHIFT). */
-  constructor(parts: SearchIndexParts, options?: { segmentShift?: number });
+  /** An index of the parts; `segmentShift`: its keys in segments of 2^segmentShift users (see SEGMENT_SHIFT); `filterBlockShift`: its filters by blocks of 2^filterBlockShift users (see FILTER_BLOCK_SHIFT). */
+  constructor(parts: SearchIndexParts, options?: { segmentShift?: number; filterBlockShift?: number });
   constructor(base: Base, version: number, overlay?: Overlay);
-  constructor(parts: SearchIndexParts | Base, second?: number | { segmentShift?: number }, overlay?: Overlay) {
+  constructor(parts: SearchIndexParts | Base, second?: number | { segmentShift?: number; filterBlockShift?: number }, overlay?: Overlay) {
     if (typeof second === 'number') {
       const version = second;
       this.#base = parts as Base;
@@ -467,13 +476,29 @@ export class SearchIndex {
     const places = { lastname: finished(placesIn(orders.lastname)), firstname: finished(placesIn(orders.firstname)), email: finished(placesIn(orders.email)) };
     const shift = second?.segmentShift ?? SEGMENT_SHIFT;
     if (!Number.isInteger(shift) || shift < 0 || shift > 30) throw new RangeError(`segmentShift ${shift}: an integer from 0 to 30`);
+    const blockShift = second?.filterBlockShift ?? FILTER_BLOCK_SHIFT;
+    if (!Number.isInteger(blockShift) || blockShift < 0 || blockShift > 30) throw new RangeError(`filterBlockShift ${blockShift}: an integer from 0 to 30`);
     const segments: string[] = [];
     for (let first = 0; first < seqs.length; first += 1 << shift) {
       const from = starts[first]!;
       const to = starts[Math.min(seqs.length, first + (1 << shift))]!;
       segments.push(Buffer.from(keys.buffer, keys.byteOffset + from, to - from).toString('latin1'));
     }
-    this.#base = { keys: segments, shift, starts, kinds, seqs, orders, places, byteCounts: byteCountsOf(segments), bytes, matches: baseMatches() };
+    const filters = segments.map(() => undefined);
+    this.#base = {
+      keys: segments,
+      shift,
+      starts,
+      kinds,
+      seqs,
+      orders,
+      places,
+      byteCounts: byteCountsOf(segments),
+      filters,
+      blockShift,
+      bytes,
+      matches: baseMatches(),
+    };
     this.bytes = bytes;
   }
 
@@ -589,6 +614,23 @@ export class SearchIndex {
   }
 
   /**
+   * Makes the base's block filters that neither a scan nor a merge has made yet, in steps (as
+   * compaction's): after a whole read, so that no lookup's scan waits for them (280 ms at a
+   * million users here).
+   */
+  *filtering(): Generator<undefined, void, undefined> {
+    const base = this.#base;
+    for (let segment = 0; segment < base.keys.length; segment++) {
+      if (base.filters[segment] !== undefined) continue;
+      const first = segment << base.shift;
+      const end = Math.min(base.seqs.length, first + (1 << base.shift));
+      const made = yield* blockFilters(base.keys[segment]!, base.starts, first, end, base.blockShift);
+      // A scan may have made them meanwhile.
+      base.filters[segment] ??= made;
+    }
+  }
+
+  /**
    * compacted(), in steps: pauses (yields) after each MERGE_STEP users' worth of work, so a server
    * merges between requests rather than hold its thread 100-280 ms at a million users
    * (search-indexes.ts); a segment of keys a change touches (see SEGMENT_SHIFT) is copied and joined
@@ -605,6 +647,8 @@ export class SearchIndex {
     // Keys, segment by segment: a segment no change touches is the base's own; any other is joined
     // anew from the base's runs between changed users and each changed (or new) user's own key.
     const keys: string[] = [];
+    const filters: (Int32Array | undefined)[] = [];
+    const changedKeys = Buffer.from(overlay.keys, 'latin1');
     const starts = new Int32Array(users + 1);
     let at = 0;
     let k = 0;
@@ -621,6 +665,7 @@ export class SearchIndex {
         }
         const segment = base.keys[first >>> shift]!;
         keys.push(segment);
+        filters.push(base.filters[first >>> shift]);
         at += segment.length;
         continue;
       }
@@ -635,6 +680,7 @@ export class SearchIndex {
         at += base.starts[to]! - base.starts[from]!;
       };
       let from = first;
+      const firstChange = k;
       for (; k < overlay.users.length && overlay.users[k]! < end; k++) {
         const user = overlay.users[k]!;
         copyBase(from, Math.min(user, held));
@@ -646,6 +692,7 @@ export class SearchIndex {
       }
       copyBase(from, Math.min(end, held));
       keys.push(pieces.join(''));
+      filters.push(filtersWithChanges(base, first, end, overlay, changedKeys, firstChange, k));
       yield;
     }
     starts[users] = at;
@@ -658,11 +705,12 @@ export class SearchIndex {
     const kinds = new Uint8Array(users);
     kinds.set(base.kinds);
     for (let change = 0; change < overlay.users.length; change++) kinds[overlay.users[change]!] = overlay.kinds[change]!;
-    const bytes = at + starts.byteLength + kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users;
+    const bytes = at + starts.byteLength + kinds.byteLength + seqs.byteLength + 2 * 3 * 4 * users + filterBytes(users);
     // Last, so that terms searched for while the merge ran are carried too.
     const matches = yield* this.#carriedMatches(overlay, users);
     const byteCounts = yield* byteCountsIn(keys);
-    return new SearchIndex({ keys, shift, starts, kinds, seqs, orders, places, byteCounts, bytes, matches }, this.version);
+    const { blockShift } = base;
+    return new SearchIndex({ keys, shift, starts, kinds, seqs, orders, places, byteCounts, filters, blockShift, bytes, matches }, this.version);
   }
 
   /**
@@ -1095,7 +1143,7 @@ export class SearchIndex {
       const keepUpTo = kept === 'many' ? 0 : Math.max(KEPT_MATCHES_ANYWAY, Math.floor(this.#base.seqs.length / KEPT_MATCHES_SHARE));
       let listed: Int32Array = new Int32Array(Math.min(keepUpTo, 1024));
       let count = 0;
-      scanKeys(this.#base, needle, (user) => {
+      scanKeys(this.#base, needle, process.env.NOFILT ? [] : tripleBits(term), (user) => {
         if (count < keepUpTo) {
           if (count === listed.length) listed = grown(listed, keepUpTo);
           listed[count] = user;
@@ -1208,19 +1256,152 @@ export function warmUp(index: SearchIndex): void {
   index.search({ ...search, terms: [SEARCH_KEY_SEPARATOR], filter: { roomMember: true }, members, direction: 'DESC' });
 }
 
-/** Calls `found` with the number of every key of the base (ended by U+0000, starting at `starts`) that contains the term: one pass, skipping to the next key after a match. */
-function scanKeys({ keys, shift, starts }: Base, needle: Needle, found: (key: number) => void): void {
+/**
+ * Calls `found` with the number of every key of the base (ended by U+0000, starting at `starts`)
+ * that contains the term: one pass, skipping to the next key after a match, over the runs of
+ * blocks whose filters hold every one of the term's byte triples (`bits`; none: every block).
+ */
+function scanKeys(base: Base, needle: Needle, bits: readonly number[], found: (key: number) => void): void {
+  const { keys, shift, starts, blockShift } = base;
+  const users = base.seqs.length;
+  const block = 1 << blockShift;
   for (let segment = 0; segment < keys.length; segment++) {
     const text = keys[segment]!;
-    let key = segment << shift;
-    const origin = starts[key]!;
-    let at = findNext(text, needle, 0);
-    while (at >= 0) {
-      key = keyAt(starts, origin + at, key);
-      found(key);
-      at = findNext(text, needle, starts[key + 1]! - origin);
+    const first = segment << shift;
+    const origin = starts[first]!;
+    if (bits.length === 0) {
+      scanText(text, origin, first, starts, needle, found);
+      continue;
+    }
+    const filters = filtersOf(base, segment);
+    const end = Math.min(users, first + (1 << shift));
+    for (let from = first; from < end; from += block) {
+      if (!mayHold(filters, (from - first) >>> blockShift, bits)) continue;
+      // A run of blocks that may hold the term, up to one that does not (passed over next) or the end.
+      let to = from + block;
+      while (to < end && mayHold(filters, (to - first) >>> blockShift, bits)) to += block;
+      to = Math.min(to, end);
+      // A slice of a flat string is searched in place, without a copy.
+      scanText(text.slice(starts[from]! - origin, starts[to]! - origin), starts[from]!, from, starts, needle, found);
+      from = to;
     }
   }
+}
+
+/** scanKeys over one string of whole keys: `origin`, where it starts in the joined keys; `first`, its first key. */
+function scanText(text: string, origin: number, first: number, starts: Int32Array, needle: Needle, found: (key: number) => void): void {
+  let key = first;
+  let at = findNext(text, needle, 0);
+  while (at >= 0) {
+    key = keyAt(starts, origin + at, key);
+    found(key);
+    at = findNext(text, needle, starts[key + 1]! - origin);
+  }
+}
+
+/**
+ * Sets the filter bit (from word `words` on) of every three consecutive bytes from `from` to `to`:
+ * those of each key, and a few across the end of one (with its U+0000, which no term holds). About
+ * 6 ns a byte here (a million users' keys: 280 ms), a third less than skipping those few.
+ */
+function addTriples(filters: Int32Array, words: number, bytes: Uint8Array, from: number, to: number): void {
+  let triple = 0;
+  for (let at = from; at < to; at++) {
+    triple = ((triple << 8) | bytes[at]!) & 0xffffff;
+    const bit = tripleBit(triple);
+    filters[words + (bit >>> 5)]! |= 1 << (bit & 31);
+  }
+}
+
+/**
+ * Users per block of a segment's filters, as a power of two: a scan for a rare term reads only the
+ * blocks whose filter says it may be there (a term new to the index took 35 ms to scan for at a
+ * million users, the whole of a lookup right after a write: docs/benchmarks.md).
+ */
+const FILTER_BLOCK_SHIFT = 10;
+/** Bits of a block's filter, as a power of two: 2^15 bits, 4 KB per 1,024 users (4 bytes a user). */
+const FILTER_BITS_SHIFT = 15;
+const FILTER_WORDS = 1 << (FILTER_BITS_SHIFT - 5);
+
+/** The memory the filters of `users` users take (in blocks of FILTER_BLOCK_SHIFT). */
+function filterBytes(users: number): number {
+  return Math.ceil(users / (1 << FILTER_BLOCK_SHIFT)) * FILTER_WORDS * 4;
+}
+
+/** The filter bit of three consecutive bytes (a Fibonacci hash of the 24 bits they make). */
+function tripleBit(triple: number): number {
+  return Math.imul(triple, 0x9e3779b1) >>> (32 - FILTER_BITS_SHIFT);
+}
+
+/** The filter bits of the term's byte triples; none for a term shorter than three bytes (every block may hold it). */
+function tripleBits(term: string): number[] {
+  const bits: number[] = [];
+  for (let at = 2; at < term.length; at++) bits.push(tripleBit((term.charCodeAt(at - 2) << 16) | (term.charCodeAt(at - 1) << 8) | term.charCodeAt(at)));
+  return bits;
+}
+
+/** Whether the block's filter has every bit: false only when the block holds no key with every triple, so not the term. */
+function mayHold(filters: Int32Array, block: number, bits: readonly number[]): boolean {
+  const words = block * FILTER_WORDS;
+  for (const bit of bits) if ((filters[words + (bit >>> 5)]! & (1 << (bit & 31))) === 0) return false;
+  return true;
+}
+
+/**
+ * The block filters of the segment of users `first` to `end` once the overlay's changes `from` to
+ * `to` (those of its users) are merged in: the base's, with the bits of the changed users' keys
+ * added (a user keeps its number, so its block; those of a key it had stay, which only makes a
+ * scan read a block it need not). Undefined when the base had none made for it (made when a scan
+ * needs them), but for a segment of new users only.
+ */
+function filtersWithChanges(
+  base: Base,
+  first: number,
+  end: number,
+  overlay: Overlay,
+  changedKeys: Uint8Array,
+  from: number,
+  to: number,
+): Int32Array | undefined {
+  const held = base.seqs.length;
+  const had = first < held ? base.filters[first >>> base.shift] : undefined;
+  if (had === undefined && first < held) return undefined;
+  const blockShift = base.blockShift;
+  const filters = new Int32Array(Math.ceil((end - first) / (1 << blockShift)) * FILTER_WORDS);
+  if (had !== undefined) filters.set(had);
+  for (let change = from; change < to; change++) {
+    const words = ((overlay.users[change]! - first) >>> blockShift) * FILTER_WORDS;
+    addTriples(filters, words, changedKeys, overlay.starts[change]!, overlay.starts[change + 1]!);
+  }
+  return filters;
+}
+
+/** The segment's block filters, made now if no scan or merge has made them yet (5-10 ms for 65,536 users). */
+function filtersOf(base: Base, segment: number): Int32Array {
+  const first = segment << base.shift;
+  const end = Math.min(base.seqs.length, first + (1 << base.shift));
+  return (base.filters[segment] ??= finished(blockFilters(base.keys[segment]!, base.starts, first, end, base.blockShift)));
+}
+
+/**
+ * The block filters of a segment of keys (users `first` to `end`, `starts` as the base counts
+ * them): for each block of 2^`blockShift` users, a bit set for every three consecutive bytes within
+ * one of its keys. Pauses every 16,384 users (as a merge does every MERGE_STEP).
+ */
+function* blockFilters(text: string, starts: Int32Array, first: number, end: number, blockShift: number): Generator<undefined, Int32Array, undefined> {
+  const size = 1 << blockShift;
+  const blocks = Math.ceil((end - first) / size);
+  const filters = new Int32Array(blocks * FILTER_WORDS);
+  const origin = starts[first]!;
+  // Bytes, not the string: read a third as fast by index here.
+  const bytes = Buffer.from(text, 'latin1');
+  for (let block = 0; block < blocks; block++) {
+    const from = starts[first + block * size]! - origin;
+    const to = starts[Math.min(end, first + (block + 1) * size)]! - origin;
+    addTriples(filters, block * FILTER_WORDS, bytes, from, to);
+    if ((((block + 1) << blockShift) & (MERGE_STEP - 1)) === 0) yield;
+  }
+  return filters;
 }
 
 /** Where the string of a base user's segment starts, in the keys as if they were joined (as `starts` counts). */

@@ -724,29 +724,48 @@ export class SearchIndexes {
     if (this.#merging.has(orgId)) return;
     this.#merging.add(orgId);
     const started = performance.now();
-    const steps = from.compaction();
-    const step = () => {
-      try {
-        const until = performance.now() + MERGE_SLICE_MS;
-        for (;;) {
-          if (this.#closed) break;
-          const next = steps.next();
-          if (next.done === true) {
-            this.#merging.delete(orgId);
-            this.#merged(orgId, from, next.value, started);
-            return;
-          }
-          if (performance.now() >= until) {
-            setImmediate(step);
-            return;
-          }
-        }
-      } catch (error) {
+    this.#inSteps(from.compaction()).then(
+      (merged) => {
+        this.#merging.delete(orgId);
+        if (merged !== undefined) this.#merged(orgId, from, merged, started);
+      },
+      (error: unknown) => {
+        this.#merging.delete(orgId);
         this.#log.warn({ err: error, organization: orgId }, 'search index: merge failed; the changes stay laid over');
-      }
-      this.#merging.delete(orgId);
-    };
-    setImmediate(step);
+      },
+    );
+  }
+
+  /**
+   * Runs the steps between requests, holding the thread MERGE_SLICE_MS at a time: their result, or
+   * undefined once closing.
+   */
+  #inSteps<T>(steps: Generator<undefined, T, undefined>): Promise<T | undefined> {
+    return new Promise((resolve, reject) => {
+      const step = () => {
+        try {
+          const until = performance.now() + MERGE_SLICE_MS;
+          for (;;) {
+            if (this.#closed) {
+              resolve(undefined);
+              return;
+            }
+            const next = steps.next();
+            if (next.done === true) {
+              resolve(next.value);
+              return;
+            }
+            if (performance.now() >= until) {
+              setImmediate(step);
+              return;
+            }
+          }
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      };
+      setImmediate(step);
+    });
   }
 
   /** A merge in steps is done: the held index, laid over the merged one, takes its own place (see #mergeInSteps). */
@@ -778,6 +797,8 @@ export class SearchIndexes {
     if (!this.#warm) warmUp(index);
     this.#warm = true;
     this.#hold(orgId, { index, rooms });
+    // Its filters for scans, between requests (a scan would make those it needs at once).
+    this.#inSteps(index.filtering()).catch((error: unknown) => this.#log.warn({ err: error, organization: orgId }, 'search index: filters not made'));
     return index;
   }
 

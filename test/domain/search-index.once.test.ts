@@ -44,11 +44,15 @@ const usersArb = fc
 
 const FIELDS: SortField[] = ['lastname', 'firstname', 'email'];
 
-/** Keys in segments of 1 to 8 users (a million users' index holds 65,536 in each), so that a few users span several. */
-const segmentShiftArb = fc.integer({ min: 0, max: 3 });
+/**
+ * Keys in segments of 1 to 8 users (a million users' index holds 65,536 in each), so that a few
+ * users span several, and their filters by blocks of 1 to 4 (1,024), so that a segment has several.
+ */
+const shiftsArb = fc.record({ segmentShift: fc.integer({ min: 0, max: 3 }), filterBlockShift: fc.integer({ min: 0, max: 2 }) });
+type Shifts = { segmentShift?: number; filterBlockShift?: number };
 
 /** Builds the index as the loader does: users in pieces, then each order in pieces. */
-function build(users: readonly User[], piece = 7, segmentShift?: number): SearchIndex {
+function build(users: readonly User[], piece = 7, shifts?: Shifts): SearchIndex {
   const builder = new SearchIndexBuilder(3, users.length);
   for (let at = 0; at < users.length; at += piece) builder.addUsers(users.slice(at, at + piece));
   for (const field of FIELDS) {
@@ -57,7 +61,7 @@ function build(users: readonly User[], piece = 7, segmentShift?: number): Search
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
-  return new SearchIndex(parts, { segmentShift });
+  return new SearchIndex(parts, shifts);
 }
 
 function model(
@@ -94,8 +98,8 @@ const searchArb = fc.record({
 describe('SearchIndex', () => {
   it('counts and pages exactly like a plain filter and sort of the same users', () => {
     fc.assert(
-      fc.property(usersArb, searchArb, segmentShiftArb, (users, search, segmentShift) => {
-        const index = build(users, 7, segmentShift);
+      fc.property(usersArb, searchArb, shiftsArb, (users, search, shifts) => {
+        const index = build(users, 7, shifts);
         const members = index.roomMembers(users.filter((user) => user.member).map((user) => user.seq));
         assert.ok(members !== undefined);
         assert.deepEqual(index.search({ ...search, members }), model(users, search));
@@ -212,6 +216,7 @@ describe('SearchIndex', () => {
     const parts = builder.parts();
     assert.ok(parts !== undefined);
     for (const segmentShift of [-1, 31, 2.5]) assert.throws(() => new SearchIndex(parts, { segmentShift }), RangeError);
+    for (const filterBlockShift of [-1, 31, 2.5]) assert.throws(() => new SearchIndex(parts, { filterBlockShift }), RangeError);
   });
 
   it('an index of no users answers nothing', () => {
@@ -269,7 +274,7 @@ const asChanged = (user: StoredUser): ChangedUser => ({
 });
 
 /** The index the loader would read for these users: each order as the databases sort (keys byte-wise, then id). */
-function read(users: readonly StoredUser[], version: number, segmentShift?: number): SearchIndex {
+function read(users: readonly StoredUser[], version: number, shifts?: Shifts): SearchIndex {
   const builder = new SearchIndexBuilder(version, users.length);
   builder.addUsers(users.map(asChanged));
   const bytes = (s: string) => Buffer.from(s, 'utf8');
@@ -289,7 +294,7 @@ function read(users: readonly StoredUser[], version: number, segmentShift?: numb
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
-  return new SearchIndex(parts, { segmentShift });
+  return new SearchIndex(parts, shifts);
 }
 
 /** Pieces of names that collide under byte order: é before z, 😀 after every BMP character, '' first. */
@@ -374,12 +379,13 @@ const historyArb = (names = namePieceArb, ids: fc.Arbitrary<string> = fc.constan
     two: rewriteArb(names),
     twoAdded: newUsersArb(names),
     ids,
-    segmentShift: segmentShiftArb,
+    shifts: shiftsArb,
   });
 
 /** Searches covering every order, direction, paging and filter, with terms from the names' pieces. */
 function everySearch(users: readonly StoredUser[]) {
-  const terms = [[], ['an'], ['e'], ['z'], ['😀'], ['@x'], ['an', 'e'], ['b', '1'], ['\uFF5E', ' ']];
+  // Terms of three bytes or more are looked for only in the blocks whose filters hold all their byte triples.
+  const terms = [[], ['an'], ['e'], ['z'], ['😀'], ['@x'], ['an', 'e'], ['b', '1'], ['\uFF5E', ' '], ['ana'], ['zé', 'ban'], ['anéz']];
   const members = users.filter((_, index) => index % 3 === 0).map((user) => user.seq);
   // One member among many: each member's key is checked, not scanned from one member's key to the next.
   const fewMembers = users.slice(0, 1).map((user) => user.seq);
@@ -426,11 +432,11 @@ function assertAnswersAlike(updated: SearchIndex, whole: SearchIndex, users: rea
 describe('SearchIndex.withChanges', () => {
   it('answers like an index read whole after each change, changes laid over changes', () => {
     fc.assert(
-      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, segmentShift }) => {
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, shifts }) => {
         const start = evolve([], [], initial);
         const first = evolve(start.users, one, oneAdded);
         const second = evolve(first.users, two, twoAdded);
-        const once = read(start.users, 3, segmentShift).withChanges(4, first.users.length, first.changed);
+        const once = read(start.users, 3, shifts).withChanges(4, first.users.length, first.changed);
         assert.ok(once !== undefined, 'no two users sort alike, and no name holds the separator');
         assertAnswersAlike(once, read(first.users, 4), first.users);
         const twice = once.withChanges(5, second.users.length, second.changed);
@@ -454,11 +460,11 @@ describe('SearchIndex.withChanges', () => {
 
   it('merged in steps while more changes are laid over: those laid over the merged index answer alike', () => {
     fc.assert(
-      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, segmentShift }) => {
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, shifts }) => {
         const start = evolve([], [], initial);
         const first = evolve(start.users, one, oneAdded);
         const second = evolve(first.users, two, twoAdded);
-        const from = read(start.users, 3, segmentShift).withChanges(4, first.users.length, first.changed);
+        const from = read(start.users, 3, shifts).withChanges(4, first.users.length, first.changed);
         assert.ok(from !== undefined);
         const steps = from.compaction();
         let step = steps.next();
@@ -526,10 +532,10 @@ describe('SearchIndex.withChanges', () => {
 
   it('leaves each index it was laid over answering as before: the arrays it shares are never written where that one reads', () => {
     fc.assert(
-      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, segmentShift }) => {
+      fc.property(historyArb(), ({ initial, one, oneAdded, two, twoAdded, shifts }) => {
         const start = evolve([], [], initial);
         const first = evolve(start.users, one, oneAdded);
-        const once = read(start.users, 3, segmentShift).withChanges(4, first.users.length, first.changed)!;
+        const once = read(start.users, 3, shifts).withChanges(4, first.users.length, first.changed)!;
         // Two updates of the same index (a kind changed, users added, or neither), then each again.
         const second = evolve(first.users, two, twoAdded);
         const other = evolve(first.users, one, twoAdded);

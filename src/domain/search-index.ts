@@ -1082,7 +1082,7 @@ export class SearchIndex {
    * (only the members' keys, then). Changed users' keys are checked one by one.
    */
   #scanMembers(term: string, members: RoomMembers, found: (user: number) => void): void {
-    const { keys, shift, starts } = this.#base;
+    const { starts } = this.#base;
     const needle = needleOf(term, this.#base.byteCounts);
     const held = this.#base.seqs.length;
     const overlay = this.#overlay;
@@ -1098,22 +1098,24 @@ export class SearchIndex {
       while (overlay !== undefined && user >= 0 && user < held && overlay.replaced[user] === 1) user = members.next(user + 1);
       return user < held ? user : -1;
     };
-    for (let user = next(0); user >= 0;) {
-      // Searched for in the member's segment: when not there, from the next segment's first member on.
-      const first = (user >>> shift) << shift;
-      const origin = starts[first]!;
-      const at = findNext(keys[user >>> shift]!, needle, starts[user]! - origin);
-      if (at < 0) {
-        user = next(first + (1 << shift));
-        continue;
-      }
-      const holder = keyAt(starts, origin + at, user);
-      if (holder === user) {
-        found(user);
-        user = next(user + 1);
-      } else {
-        user = next(holder);
-      }
+    const bits = tripleBits(term);
+    for (let segment = 0; segment < this.#base.keys.length; segment++) {
+      if (next(segment << this.#base.shift) < 0) break;
+      forEachRun(this.#base, segment, bits, (text, from, to) => {
+        // Searched for from a member's key on: when not in the run, on to the next run.
+        const origin = starts[from]!;
+        for (let user = next(from); user >= 0 && user < to;) {
+          const at = findNext(text, needle, starts[user]! - origin);
+          if (at < 0) return;
+          const holder = keyAt(starts, origin + at, user);
+          if (holder === user) {
+            found(user);
+            user = next(user + 1);
+          } else {
+            user = next(holder);
+          }
+        }
+      });
     }
     this.#scanChanges(term, (user) => members.has(user) && found(user));
   }
@@ -1262,29 +1264,37 @@ export function warmUp(index: SearchIndex): void {
  * blocks whose filters hold every one of the term's byte triples (`bits`; none: every block).
  */
 function scanKeys(base: Base, needle: Needle, bits: readonly number[], found: (key: number) => void): void {
+  for (let segment = 0; segment < base.keys.length; segment++) {
+    forEachRun(base, segment, bits, (text, from) => scanText(text, base.starts[from]!, from, base.starts, needle, found));
+  }
+}
+
+/**
+ * Calls `scan` with each run of the segment's users, `from` to `to`, whose blocks' filters hold
+ * every one of a term's byte triples (`bits`; none: the whole segment), and their keys' text (a
+ * slice of the segment's string, which V8 searches in place, without a copy), which starts at
+ * `starts[from]` in the keys as if joined.
+ */
+function forEachRun(base: Base, segment: number, bits: readonly number[], scan: (text: string, from: number, to: number) => void): void {
   const { keys, shift, starts, blockShift } = base;
-  const users = base.seqs.length;
+  const text = keys[segment]!;
+  const first = segment << shift;
+  const end = Math.min(base.seqs.length, first + (1 << shift));
+  if (bits.length === 0) {
+    scan(text, first, end);
+    return;
+  }
+  const filters = filtersOf(base, segment);
+  const origin = starts[first]!;
   const block = 1 << blockShift;
-  for (let segment = 0; segment < keys.length; segment++) {
-    const text = keys[segment]!;
-    const first = segment << shift;
-    const origin = starts[first]!;
-    if (bits.length === 0) {
-      scanText(text, origin, first, starts, needle, found);
-      continue;
-    }
-    const filters = filtersOf(base, segment);
-    const end = Math.min(users, first + (1 << shift));
-    for (let from = first; from < end; from += block) {
-      if (!mayHold(filters, (from - first) >>> blockShift, bits)) continue;
-      // A run of blocks that may hold the term, up to one that does not (passed over next) or the end.
-      let to = from + block;
-      while (to < end && mayHold(filters, (to - first) >>> blockShift, bits)) to += block;
-      to = Math.min(to, end);
-      // A slice of a flat string is searched in place, without a copy.
-      scanText(text.slice(starts[from]! - origin, starts[to]! - origin), starts[from]!, from, starts, needle, found);
-      from = to;
-    }
+  for (let from = first; from < end; from += block) {
+    if (!mayHold(filters, (from - first) >>> blockShift, bits)) continue;
+    // A run of blocks that may hold the term, up to one that does not (passed over next) or the end.
+    let to = from + block;
+    while (to < end && mayHold(filters, (to - first) >>> blockShift, bits)) to += block;
+    to = Math.min(to, end);
+    scan(text.slice(starts[from]! - origin, starts[to]! - origin), from, to);
+    from = to;
   }
 }
 
@@ -1319,6 +1329,12 @@ function addTriples(filters: Int32Array, words: number, bytes: Uint8Array, from:
  * million users, the whole of a lookup right after a write: docs/benchmarks.md).
  */
 const FILTER_BLOCK_SHIFT = 10;
+/**
+ * Users' worth of filters made between two pauses (a power of two): about 200 KB of keys, 1-3 ms
+ * here. At MERGE_STEP's 16,384, the steps after a load took 5-10 ms each, and SCIM's lookups by
+ * key, run just then, had a p99 of 13-14 ms instead of 4 ms.
+ */
+const FILTER_STEP = 4096;
 /** Bits of a block's filter, as a power of two: 2^15 bits, 4 KB per 1,024 users (4 bytes a user). */
 const FILTER_BITS_SHIFT = 15;
 const FILTER_WORDS = 1 << (FILTER_BITS_SHIFT - 5);
@@ -1386,7 +1402,7 @@ function filtersOf(base: Base, segment: number): Int32Array {
 /**
  * The block filters of a segment of keys (users `first` to `end`, `starts` as the base counts
  * them): for each block of 2^`blockShift` users, a bit set for every three consecutive bytes within
- * one of its keys. Pauses every 16,384 users (as a merge does every MERGE_STEP).
+ * one of its keys. Pauses every FILTER_STEP users.
  */
 function* blockFilters(text: string, starts: Int32Array, first: number, end: number, blockShift: number): Generator<undefined, Int32Array, undefined> {
   const size = 1 << blockShift;
@@ -1399,7 +1415,7 @@ function* blockFilters(text: string, starts: Int32Array, first: number, end: num
     const from = starts[first + block * size]! - origin;
     const to = starts[Math.min(end, first + (block + 1) * size)]! - origin;
     addTriples(filters, block * FILTER_WORDS, bytes, from, to);
-    if ((((block + 1) << blockShift) & (MERGE_STEP - 1)) === 0) yield;
+    if ((((block + 1) << blockShift) & (FILTER_STEP - 1)) === 0) yield;
   }
   return filters;
 }

@@ -14,7 +14,7 @@ export interface SearchIndexLog {
 }
 
 /** Bytes an index holds per user, roughly and with some headroom, to skip a load that could not fit. */
-const BYTES_PER_USER = 80;
+const BYTES_PER_USER = 84;
 
 /** The most users an organization may have to get an index: one that could not fit is not read. */
 export function maxIndexedUsers(policy: SearchIndexPolicy): number {

@@ -287,8 +287,10 @@ interface Base {
   byteCounts: Uint32Array;
   /**
    * Each segment's block filters (see blockFilters): a scan for a term passes over the blocks
-   * that lack one of its byte triples. Undefined until a scan first needs them (a base read
-   * whole) or a merge makes them (the segments it joined anew); filled in place, as a cache.
+   * that lack one of its byte triples. Undefined until made: after a whole read, by `filtering()`
+   * (in steps); by a merge, from the base's (where the base had them) with the changes' added, or
+   * for a segment of new users only; the others by `filtering()` of the merged base. Filled in
+   * place: a scan of a segment without them reads the whole segment.
    */
   filters: (Int32Array | undefined)[];
   /** Users per block of the filters, as a power of two (see FILTER_BLOCK_SHIFT). */
@@ -613,10 +615,14 @@ export class SearchIndex {
     return finished(this.compaction());
   }
 
+  /** Whether this index is laid over the same base as `other` (one's `filtering()` serves the other). */
+  sharesBaseWith(other: SearchIndex): boolean {
+    return this.#base === other.#base;
+  }
+
   /**
-   * Makes the base's block filters that neither a scan nor a merge has made yet, in steps (as
-   * compaction's): after a whole read, so that no lookup's scan waits for them (280 ms at a
-   * million users here).
+   * Makes the base's block filters not made yet, in steps (as compaction's): after a whole read
+   * or a merge (280-800 ms at a million users here; a scan meanwhile reads whole segments).
    */
   *filtering(): Generator<undefined, void, undefined> {
     const base = this.#base;
@@ -624,9 +630,7 @@ export class SearchIndex {
       if (base.filters[segment] !== undefined) continue;
       const first = segment << base.shift;
       const end = Math.min(base.seqs.length, first + (1 << base.shift));
-      const made = yield* blockFilters(base.keys[segment]!, base.starts, first, end, base.blockShift);
-      // A scan may have made them meanwhile.
-      base.filters[segment] ??= made;
+      base.filters[segment] = yield* blockFilters(base.keys[segment]!, base.starts, first, end, base.blockShift);
     }
   }
 
@@ -1145,7 +1149,7 @@ export class SearchIndex {
       const keepUpTo = kept === 'many' ? 0 : Math.max(KEPT_MATCHES_ANYWAY, Math.floor(this.#base.seqs.length / KEPT_MATCHES_SHARE));
       let listed: Int32Array = new Int32Array(Math.min(keepUpTo, 1024));
       let count = 0;
-      scanKeys(this.#base, needle, process.env.NOFILT ? [] : tripleBits(term), (user) => {
+      scanKeys(this.#base, needle, tripleBits(term), (user) => {
         if (count < keepUpTo) {
           if (count === listed.length) listed = grown(listed, keepUpTo);
           listed[count] = user;
@@ -1271,7 +1275,7 @@ function scanKeys(base: Base, needle: Needle, bits: readonly number[], found: (k
 
 /**
  * Calls `scan` with each run of the segment's users, `from` to `to`, whose blocks' filters hold
- * every one of a term's byte triples (`bits`; none: the whole segment), and their keys' text (a
+ * every one of a term's byte triples (`bits`; none, or no filters: the whole segment), and their keys' text (a
  * slice of the segment's string, which V8 searches in place, without a copy), which starts at
  * `starts[from]` in the keys as if joined.
  */
@@ -1280,11 +1284,12 @@ function forEachRun(base: Base, segment: number, bits: readonly number[], scan: 
   const text = keys[segment]!;
   const first = segment << shift;
   const end = Math.min(base.seqs.length, first + (1 << shift));
-  if (bits.length === 0) {
+  const filters = base.filters[segment];
+  // Not made yet (they are, in steps, after a load or a merge): the whole segment, as a lookup must not wait for them.
+  if (bits.length === 0 || filters === undefined) {
     scan(text, first, end);
     return;
   }
-  const filters = filtersOf(base, segment);
   const origin = starts[first]!;
   const block = 1 << blockShift;
   for (let from = first; from < end; from += block) {
@@ -1367,8 +1372,8 @@ function mayHold(filters: Int32Array, block: number, bits: readonly number[]): b
  * The block filters of the segment of users `first` to `end` once the overlay's changes `from` to
  * `to` (those of its users) are merged in: the base's, with the bits of the changed users' keys
  * added (a user keeps its number, so its block; those of a key it had stay, which only makes a
- * scan read a block it need not). Undefined when the base had none made for it (made when a scan
- * needs them), but for a segment of new users only.
+ * scan read a block it need not). Undefined when the base had none made for it (`filtering()` of
+ * the merged base makes them), but for a segment of new users only.
  */
 function filtersWithChanges(
   base: Base,
@@ -1390,13 +1395,6 @@ function filtersWithChanges(
     addTriples(filters, words, changedKeys, overlay.starts[change]!, overlay.starts[change + 1]!);
   }
   return filters;
-}
-
-/** The segment's block filters, made now if no scan or merge has made them yet (5-10 ms for 65,536 users). */
-function filtersOf(base: Base, segment: number): Int32Array {
-  const first = segment << base.shift;
-  const end = Math.min(base.seqs.length, first + (1 << base.shift));
-  return (base.filters[segment] ??= finished(blockFilters(base.keys[segment]!, base.starts, first, end, base.blockShift)));
 }
 
 /**

@@ -696,6 +696,8 @@ export class SearchIndexes {
     const updated: Ready = { index, rooms, log: logWith(held.log, update) };
     this.#hold(orgId, updated);
     if (held.pendingRooms !== undefined) this.#placePending(orgId, updated, held.pendingRooms);
+    // Merged at once: the filters its merge could not carry.
+    if (index !== laid) this.#filterInSteps(orgId, index);
     if (index.changesLaidOver > COMPACT_AFTER) this.#mergeInSteps(orgId, index);
     this.#log.info(
       {
@@ -724,29 +726,36 @@ export class SearchIndexes {
     if (this.#merging.has(orgId)) return;
     this.#merging.add(orgId);
     const started = performance.now();
-    this.#inSteps(from.compaction()).then(
-      (merged) => {
+    this.#inSteps(from.compaction())
+      .then((merged) => {
         this.#merging.delete(orgId);
         if (merged !== undefined) this.#merged(orgId, from, merged, started);
-      },
-      (error: unknown) => {
+      })
+      .catch((error: unknown) => {
         this.#merging.delete(orgId);
         this.#log.warn({ err: error, organization: orgId }, 'search index: merge failed; the changes stay laid over');
-      },
+      });
+  }
+
+  /** Makes the block filters of the organization's index (held) not made yet, in steps, while it stays held (see SearchIndex.filtering). */
+  #filterInSteps(orgId: string, index: SearchIndex): void {
+    const replaced = () => this.#ready.get(orgId)?.index.sharesBaseWith(index) !== true;
+    this.#inSteps(index.filtering(), replaced).catch((error: unknown) =>
+      this.#log.warn({ err: error, organization: orgId }, 'search index: filters not made; scans read every key'),
     );
   }
 
   /**
    * Runs the steps between requests, holding the thread MERGE_SLICE_MS at a time: their result, or
-   * undefined once closing.
+   * undefined once closing (or once `abandoned` says so).
    */
-  #inSteps<T>(steps: Generator<undefined, T, undefined>): Promise<T | undefined> {
+  #inSteps<T>(steps: Generator<undefined, T, undefined>, abandoned: () => boolean = () => false): Promise<T | undefined> {
     return new Promise((resolve, reject) => {
       const step = () => {
         try {
           const until = performance.now() + MERGE_SLICE_MS;
           for (;;) {
-            if (this.#closed) {
+            if (this.#closed || abandoned()) {
               resolve(undefined);
               return;
             }
@@ -777,6 +786,7 @@ export class SearchIndexes {
     // In place: the same version, answering alike, and an update under way (which checks that the
     // held entry is the one it began from) goes on from it.
     held.index = rebased;
+    this.#filterInSteps(orgId, rebased);
     this.#log.info(
       {
         organization: orgId,
@@ -797,8 +807,7 @@ export class SearchIndexes {
     if (!this.#warm) warmUp(index);
     this.#warm = true;
     this.#hold(orgId, { index, rooms });
-    // Its filters for scans, between requests (a scan would make those it needs at once).
-    this.#inSteps(index.filtering()).catch((error: unknown) => this.#log.warn({ err: error, organization: orgId }, 'search index: filters not made'));
+    this.#filterInSteps(orgId, index);
     return index;
   }
 

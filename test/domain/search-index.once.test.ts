@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SearchIndex, SearchIndexBuilder, warmUp, type ChangedUser, type IndexedUser } from '../../src/domain/search-index.ts';
+import { SearchIndex, SearchIndexBuilder, warmUp, type ChangedUser, type IndexedUser, type SearchIndexParts } from '../../src/domain/search-index.ts';
 import { matchesFilter, sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../../src/domain/signatory-rules.ts';
 
 interface User extends IndexedUser {
@@ -48,8 +48,16 @@ const FIELDS: SortField[] = ['lastname', 'firstname', 'email'];
  * Keys in segments of 1 to 8 users (a million users' index holds 65,536 in each), so that a few
  * users span several, and their filters by blocks of 1 to 4 (1,024), so that a segment has several.
  */
-const shiftsArb = fc.record({ segmentShift: fc.integer({ min: 0, max: 3 }), filterBlockShift: fc.integer({ min: 0, max: 2 }) });
-type Shifts = { segmentShift?: number; filterBlockShift?: number };
+const shiftsArb = fc.record({ segmentShift: fc.integer({ min: 0, max: 3 }), filterBlockShift: fc.integer({ min: 0, max: 2 }), filtered: fc.boolean() });
+/** `filtered`: the filters made, as after a load (otherwise scans read whole segments, as before they are). */
+type Shifts = { segmentShift?: number; filterBlockShift?: number; filtered?: boolean };
+
+/** The index of the parts, as a server holds it. */
+function held(parts: SearchIndexParts, shifts?: Shifts): SearchIndex {
+  const index = new SearchIndex(parts, shifts);
+  if (shifts?.filtered === true) runToEnd(index.filtering());
+  return index;
+}
 
 /** Builds the index as the loader does: users in pieces, then each order in pieces. */
 function build(users: readonly User[], piece = 7, shifts?: Shifts): SearchIndex {
@@ -61,7 +69,7 @@ function build(users: readonly User[], piece = 7, shifts?: Shifts): SearchIndex 
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
-  return new SearchIndex(parts, shifts);
+  return held(parts, shifts);
 }
 
 function model(
@@ -294,7 +302,7 @@ function read(users: readonly StoredUser[], version: number, shifts?: Shifts): S
   }
   const parts = builder.parts();
   assert.ok(parts !== undefined);
-  return new SearchIndex(parts, shifts);
+  return held(parts, shifts);
 }
 
 /** Pieces of names that collide under byte order: é before z, 😀 after every BMP character, '' first. */
@@ -415,6 +423,11 @@ function everySearch(users: readonly StoredUser[]) {
   return searches;
 }
 
+/** Runs steps (a generator that pauses) to their end. */
+function runToEnd(steps: Generator<undefined, unknown, undefined>): void {
+  while (steps.next().done !== true);
+}
+
 /** Both indexes answer every search alike, and know the same users. */
 function assertAnswersAlike(updated: SearchIndex, whole: SearchIndex, users: readonly StoredUser[]) {
   assert.equal(updated.users, whole.users);
@@ -453,6 +466,21 @@ describe('SearchIndex.withChanges', () => {
         const after = compacted.withChanges(6, third.users.length, third.changed);
         assert.ok(after !== undefined);
         assertAnswersAlike(after, read(third.users, 6), third.users);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('merges block filters with the changes: the merged index finds what one read whole does, with terms never searched for', () => {
+    fc.assert(
+      fc.property(historyArb(), ({ initial, one, oneAdded, shifts }) => {
+        const start = evolve([], [], initial);
+        const first = evolve(start.users, one, oneAdded);
+        // Every segment's filters made, as after a load: the merge carries them with the changed users' triples added.
+        const base = read(start.users, 3, { ...shifts, filtered: true });
+        const laid = base.withChanges(4, first.users.length, first.changed);
+        assert.ok(laid !== undefined);
+        assertAnswersAlike(laid.compacted(), read(first.users, 4), first.users);
       }),
       { numRuns: 300 },
     );

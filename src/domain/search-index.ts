@@ -1407,7 +1407,7 @@ function* blockFilters(text: string, starts: Int32Array, first: number, end: num
   const blocks = Math.ceil((end - first) / size);
   const filters = new Int32Array(blocks * FILTER_WORDS);
   const origin = starts[first]!;
-  // Bytes, not the string: read a third as fast by index here.
+  // Bytes, not the string: a typed array read by index cost a third less than charCodeAt here.
   const bytes = Buffer.from(text, 'latin1');
   for (let block = 0; block < blocks; block++) {
     const from = starts[first + block * size]! - origin;

@@ -227,6 +227,12 @@ const MERGE_STEP = 16_384;
  */
 const SEGMENT_SHIFT = 16;
 
+/** A power of two's exponent given as an option, if it numbers users as an Int32Array can (0 to 30); a RangeError otherwise. */
+function checkedShift(name: string, shift: number): number {
+  if (!Number.isInteger(shift) || shift < 0 || shift > 30) throw new RangeError(`${name} ${shift}: an integer from 0 to 30`);
+  return shift;
+}
+
 /** Runs steps that may pause (see SearchIndex.compaction) to their end, at once. */
 function finished<T>(steps: Generator<undefined, T, undefined>): T {
   for (;;) {
@@ -476,10 +482,8 @@ export class SearchIndex {
     this.version = (parts as SearchIndexParts).version;
     const bytes = bytesOfParts(parts as SearchIndexParts);
     const places = { lastname: finished(placesIn(orders.lastname)), firstname: finished(placesIn(orders.firstname)), email: finished(placesIn(orders.email)) };
-    const shift = second?.segmentShift ?? SEGMENT_SHIFT;
-    if (!Number.isInteger(shift) || shift < 0 || shift > 30) throw new RangeError(`segmentShift ${shift}: an integer from 0 to 30`);
-    const blockShift = second?.filterBlockShift ?? FILTER_BLOCK_SHIFT;
-    if (!Number.isInteger(blockShift) || blockShift < 0 || blockShift > 30) throw new RangeError(`filterBlockShift ${blockShift}: an integer from 0 to 30`);
+    const shift = checkedShift('segmentShift', second?.segmentShift ?? SEGMENT_SHIFT);
+    const blockShift = checkedShift('filterBlockShift', second?.filterBlockShift ?? FILTER_BLOCK_SHIFT);
     const segments: string[] = [];
     for (let first = 0; first < seqs.length; first += 1 << shift) {
       const from = starts[first]!;

@@ -9,7 +9,7 @@ import { CANDIDATE_STATUSES } from '../domain/signatory-rules.ts';
  * load), so they are counted in one pass over the table rather than looked up one by one from an
  * index that holds the organization's id: SQLite took the index (users_user_name_unique), and
  * went to the table for each of a million users in email order, 8.4 s of a 67 s import against
- * about 1.5 s for the pass.
+ * 1.2-1.4 s for the pass.
  */
 export async function retallyOrganization(db: Kysely<Database>, orgId: string, options: { mostOfTable?: boolean } = {}): Promise<void> {
   await retally(db, orgId, options.mostOfTable === true);

@@ -1,6 +1,7 @@
 import { chunks } from '../db/chunks.ts';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { containsAllTerms } from '../db/dialect-sql.ts';
+import { compiledOnce } from '../db/compiled-once.ts';
 import { dialectOf } from '../db/dialect.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
 import type { Database, OrganizationTable, RoomTable, UserTable } from '../db/tables.ts';
@@ -20,6 +21,25 @@ export async function roomExists(db: Kysely<Database>, orgId: string, roomId: st
   return row !== undefined;
 }
 
+/** The rows of findLookupScope: the organization's, joined with its tallies of the organization and the room. */
+const lookupScopeRows = compiledOnce(['orgId', 'roomId'], (db, { orgId, roomId }) =>
+  db
+    .selectFrom('organizations as o')
+    .leftJoin('user_tallies as t', (join) => join.onRef('t.org_id', '=', 'o.id').on('t.room_id', 'in', ['', roomId]))
+    .select((eb) => [
+      'o.id',
+      'o.external_signatories',
+      'o.directory_version',
+      eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
+      't.room_id',
+      't.external',
+      't.needs_invite',
+      't.candidate',
+      't.users',
+    ])
+    .where('o.id', '=', orgId),
+);
+
 /**
  * The organization, whether the room exists in it, and the organization's users and the room's
  * members tallied by kind, in one statement (so all of one version: the tallies count what a
@@ -30,25 +50,8 @@ export async function findLookupScope(
   orgId: string,
   roomId: string,
 ): Promise<{ organization: OrganizationRow; roomExists: boolean; tallies: { organization: Tally[]; members: Tally[] } } | undefined> {
-  // By key, read again after every commit to the organization: named (prepared-statements.ts).
-  const rows = await preparedStatements(() =>
-    db
-      .selectFrom('organizations as o')
-      .leftJoin('user_tallies as t', (join) => join.onRef('t.org_id', '=', 'o.id').on('t.room_id', 'in', ['', roomId]))
-      .select((eb) => [
-        'o.id',
-        'o.external_signatories',
-        'o.directory_version',
-        eb.exists(eb.selectFrom('rooms as r').select('r.id').whereRef('r.org_id', '=', 'o.id').where('r.id', '=', roomId)).as('room_exists'),
-        't.room_id',
-        't.external',
-        't.needs_invite',
-        't.candidate',
-        't.users',
-      ])
-      .where('o.id', '=', orgId)
-      .execute(),
-  );
+  // By key, read again after every commit to the organization: named (prepared-statements.ts), built once (compiled-once.ts).
+  const rows = await preparedStatements(() => lookupScopeRows(db, { orgId, roomId }));
   const row = rows[0];
   if (row === undefined) return undefined;
   const tallies: { organization: Tally[]; members: Tally[] } = { organization: [], members: [] };

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { chunks } from '../db/chunks.ts';
 import { notIndexed } from '../db/dialect-sql.ts';
+import { compiledOnce } from '../db/compiled-once.ts';
 import { dialectOf } from '../db/dialect.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
 import type { Database } from '../db/tables.ts';
@@ -209,23 +210,13 @@ export interface OrganizationChanges {
   rooms: { replaced: string[]; edited: string[] };
 }
 
-/**
- * What changed in the organization after directory version `since` (at most `limit` users: as
- * findOrganizationSize and readChangedUsers read them, and its rooms' member lists replaced or edited), in
- * one statement, which sees one snapshot without a transaction: under steady writes a server takes
- * every version in, and this is one round trip where the transaction of those reads made seven on
- * PostgreSQL; on SQLite, one statement where the transaction made six, each built by the query
- * builder (together 8% of a lookup server's time beside 200 writes/s). Undefined for an unknown
- * organization.
- */
-export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<OrganizationChanges | undefined> {
-  type Row = { version: number | string; users: number | string; changed: (ChangedUserRow & { rooms: string[] })[]; rooms: RoomChangeRow[] };
-  let row: Row | undefined;
-  if (dialectOf(db) === 'postgres') {
-    // Read by every server after every commit to the organization: named (prepared-statements.ts;
-    // PostgreSQL keeps planning it per run, as the generic plan of `changed_in > $n` costs more).
-    const { rows } = await preparedStatements(() =>
-      sql<Row>`
+/** A row of readChangesAtOnce: the organization's version and size, its changed users and rooms. */
+type ChangesRow = { version: number | string; users: number | string; changed: (ChangedUserRow & { rooms: string[] })[]; rooms: RoomChangeRow[] };
+
+/** readChangesAtOnce's statement on PostgreSQL, built once (compiled-once.ts): the changed users and rooms as JSON arrays. */
+const postgresChangesRows = compiledOnce(
+  ['orgId', 'since', 'limit'],
+  (_db, { orgId, since, limit }) => sql<ChangesRow>`
       select o.directory_version as version,
         (select coalesce(sum(t.users), 0) from user_tallies t where t.org_id = o.id and t.room_id = '') as users,
         (select coalesce(json_agg(c), '[]') from (
@@ -235,11 +226,13 @@ export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, sin
         (select coalesce(json_agg(r), '[]') from (
           select id, members_changed_in, members_edited_in from rooms
           where org_id = o.id and (members_changed_in > ${since} or members_edited_in > ${since})) r) as rooms
-      from organizations o where o.id = ${orgId}`.execute(db),
-    );
-    row = rows[0];
-  } else {
-    const { rows } = await sql<{ version: number; users: number; changed: string; rooms: string }>`
+      from organizations o where o.id = ${orgId}`,
+);
+
+/** readChangesAtOnce's statement on SQLite, built once: the changed users and rooms as JSON text. */
+const sqliteChangesRows = compiledOnce(
+  ['orgId', 'since', 'limit'],
+  (_db, { orgId, since, limit }) => sql<{ version: number; users: number; changed: string; rooms: string }>`
       select o.directory_version as version,
         (select coalesce(sum(t.users), 0) from user_tallies t where t.org_id = o.id and t.room_id = '') as users,
         (select json_group_array(json_object(${sql.join(
@@ -250,9 +243,30 @@ export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, sin
           from users u where u.org_id = o.id and u.changed_in > ${since} and u.changed_in > 0 limit ${limit}) c) as changed,
         (select json_group_array(json_object('id', r.id, 'members_changed_in', r.members_changed_in, 'members_edited_in', r.members_edited_in))
           from rooms r where r.org_id = o.id and (r.members_changed_in > ${since} or r.members_edited_in > ${since})) as rooms
-      from organizations o where o.id = ${orgId}`.execute(db);
-    const read = rows[0];
-    row = read === undefined ? undefined : { ...read, changed: JSON.parse(read.changed) as Row['changed'], rooms: JSON.parse(read.rooms) as RoomChangeRow[] };
+      from organizations o where o.id = ${orgId}`,
+);
+
+/**
+ * What changed in the organization after directory version `since` (at most `limit` users: as
+ * findOrganizationSize and readChangedUsers read them, and its rooms' member lists replaced or edited), in
+ * one statement, which sees one snapshot without a transaction: under steady writes a server takes
+ * every version in, and this is one round trip where the transaction of those reads made seven on
+ * PostgreSQL; on SQLite, one statement where the transaction made six, each built by the query
+ * builder (together 8% of a lookup server's time beside 200 writes/s). Undefined for an unknown
+ * organization.
+ */
+export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<OrganizationChanges | undefined> {
+  let row: ChangesRow | undefined;
+  if (dialectOf(db) === 'postgres') {
+    // Read by every server after every commit to the organization: named (prepared-statements.ts;
+    // PostgreSQL keeps planning it per run, as the generic plan of `changed_in > $n` costs more).
+    row = (await preparedStatements(() => postgresChangesRows(db, { orgId, since, limit })))[0];
+  } else {
+    const read = (await sqliteChangesRows(db, { orgId, since, limit }))[0];
+    row =
+      read === undefined
+        ? undefined
+        : { ...read, changed: JSON.parse(read.changed) as ChangesRow['changed'], rooms: JSON.parse(read.rooms) as RoomChangeRow[] };
   }
   if (row === undefined) return undefined;
   const changed = row.changed.sort((a, b) => Number(a.seq) - Number(b.seq)).map((user) => toChangedUser(user, user.rooms));

@@ -48,14 +48,28 @@ const SORTED: SortDescription = { empty: false, sorted: true, unsorted: false };
 
 /** Wraps one page of results in the Spring Data page shape. */
 export function toPage<T>(content: T[], request: PageRequest, totalElements: number): Page<T> {
+  return { content, ...pageAround(content.length, request, totalElements) };
+}
+
+/**
+ * The JSON of `toPage(content, request, totalElements)`, byte for byte, from the JSON of its
+ * content (an array of `count` items): a page whose items stay as they were while its total moves
+ * (steady writes elsewhere in the directory) is not turned into JSON again.
+ */
+export function pageJson(contentJson: string, count: number, request: PageRequest, totalElements: number): string {
+  // JSON.stringify writes an object's members in the order toPage makes them: content first.
+  return `{"content":${contentJson},${JSON.stringify(pageAround(count, request, totalElements)).slice(1)}`;
+}
+
+/** Everything of a page but its content, which holds `count` items. */
+function pageAround(count: number, request: PageRequest, totalElements: number): Omit<Page<never>, 'content'> {
   const totalPages = Math.ceil(totalElements / request.size);
   return {
-    content,
-    empty: content.length === 0,
+    empty: count === 0,
     first: request.page === 0,
     last: request.page + 1 >= totalPages,
     number: request.page,
-    numberOfElements: content.length,
+    numberOfElements: count,
     size: request.size,
     totalElements,
     totalPages,

@@ -5,7 +5,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { withParallelScans } from '../db/dialect-sql.ts';
 import { searchTerms } from '../domain/fold.ts';
-import { effectivePageSize, pageOffset, toPage } from '../domain/paging.ts';
+import { effectivePageSize, pageJson, pageOffset } from '../domain/paging.ts';
 import {
   countFromTallies,
   displayName,
@@ -37,11 +37,18 @@ import type { IndexSearch } from '../domain/search-index.ts';
 
 type LookupQueryFields = Static<typeof LookupQuery>;
 
-/** A lookup's latest answer: its version, its JSON, and the seqs and rows of its page when it was computed from the index. */
+/** A lookup's latest answer: its version, its JSON, and its page's users when it was computed from the index. */
 interface LatestAnswer {
   version: number;
   json: Buffer;
-  page?: { seqs: readonly number[]; rows: readonly SignatoryRow[] };
+  page?: PageUsers;
+}
+
+/** The users of a page: their seqs, their rows, and the rows as the page's `content` JSON. */
+interface PageUsers {
+  seqs: readonly number[];
+  rows: readonly SignatoryRow[];
+  contentJson: string;
 }
 
 /** The validated query of a lookup request: the schema's, with its defaults filled in. */
@@ -88,8 +95,11 @@ export class SignatoryLookup {
    * change since can touch it (SearchIndexes.unchangedFor), so steady writes to an organization
    * do not make every lookup of it be computed again.
    */
-  // Rows as objects take several times their JSON.
-  readonly #latest = new LruCache<string, LatestAnswer>(LATEST_CACHE_BYTES, (entry) => entry.json.byteLength * (entry.page === undefined ? 1 : 5));
+  // Rows as objects take several times their JSON; the content's JSON, two bytes a character at most.
+  readonly #latest = new LruCache<string, LatestAnswer>(
+    LATEST_CACHE_BYTES,
+    (entry) => entry.json.byteLength + (entry.page === undefined ? 0 : 4 * entry.json.byteLength + 2 * entry.page.contentJson.length),
+  );
   /**
    * Answers being computed, by page key (of one version): after each write every connection asks
    * again at once, and one computation answers them all.
@@ -218,36 +228,50 @@ export class SignatoryLookup {
       const total = countWithoutTerms(keys);
       page = { total, seqs: query.offset >= total ? [] : found.index.pageWithoutTerms(query) };
     }
+    const latest = page.seqs.length === 0 ? undefined : this.#latestUsers(keys, page.seqs);
     const rows =
-      page.seqs.length === 0
-        ? []
-        : (this.#latestRows(keys, page.seqs) ?? (await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion)));
+      page.seqs.length === 0 ? [] : (latest?.rows ?? (await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion)));
     if (rows === undefined) return undefined;
     this.#counts.set(cacheKey([keys.directoryVersion, criteria]), page.total);
-    return this.#kept(keys, pageRequest, page.total, rows, page.seqs);
+    return this.#kept(keys, pageRequest, page.total, rows, { seqs: page.seqs, contentJson: latest?.contentJson });
   }
 
   /**
    * The users of the lookup's latest answer, if its page holds the same users (`seqs`) and none
    * of them changed since (SearchIndexes.usersUnchanged): under steady writes most pages stay as
-   * they were while their totals move, and need no read of their users.
+   * they were while their totals move, and need no read of their users nor JSON of their own.
    */
-  #latestRows(keys: LookupKeys, seqs: readonly number[]): readonly SignatoryRow[] | undefined {
+  #latestUsers(keys: LookupKeys, seqs: readonly number[]): PageUsers | undefined {
     const latest = this.#latest.get(keys.query);
     if (latest?.page === undefined || latest.version >= keys.directoryVersion) return undefined;
     const kept = latest.page.seqs;
     if (kept.length !== seqs.length || kept.some((seq, k) => seq !== seqs[k])) return undefined;
     const { orgId, roomId } = keys.criteria;
-    return this.#indexes?.usersUnchanged(orgId, latest.version, keys.directoryVersion, roomId, seqs) === true ? latest.page.rows : undefined;
+    return this.#indexes?.usersUnchanged(orgId, latest.version, keys.directoryVersion, roomId, seqs) === true ? latest.page : undefined;
   }
 
-  /** The answer's JSON, kept under its version and as the lookup's latest (with its users' seqs and rows, when known). */
-  #kept(keys: LookupKeys, pageRequest: { page: number; size: number }, total: number, rows: readonly SignatoryRow[], seqs?: readonly number[]): Buffer {
-    const json = Buffer.from(JSON.stringify(toPage(rows.map(toSignatory), pageRequest, total)));
+  /**
+   * The answer's JSON, kept under its version and as the lookup's latest (with its users' seqs and
+   * rows, when known from the index); `fromIndex.contentJson`: the JSON of these rows, when a
+   * latest answer had them.
+   */
+  #kept(
+    keys: LookupKeys,
+    pageRequest: { page: number; size: number },
+    total: number,
+    rows: readonly SignatoryRow[],
+    fromIndex?: { seqs: readonly number[]; contentJson: string | undefined },
+  ): Buffer {
+    const contentJson = fromIndex?.contentJson ?? JSON.stringify(rows.map(toSignatory));
+    const json = Buffer.from(pageJson(contentJson, rows.length, pageRequest, total));
     this.#pages.set(keys.page, json);
     const latest = this.#latest.get(keys.query);
     if (latest === undefined || latest.version < keys.directoryVersion)
-      this.#latest.set(keys.query, { version: keys.directoryVersion, json, ...(seqs !== undefined ? { page: { seqs, rows } } : {}) });
+      this.#latest.set(keys.query, {
+        version: keys.directoryVersion,
+        json,
+        ...(fromIndex !== undefined ? { page: { seqs: fromIndex.seqs, rows, contentJson } } : {}),
+      });
     return json;
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { effectivePageSize, pageOffset, toPage } from '../../src/domain/paging.ts';
+import { effectivePageSize, pageJson, pageOffset, toPage } from '../../src/domain/paging.ts';
 
 describe('paging', () => {
   it('clamps the size to the maximum', () => {
@@ -38,6 +38,16 @@ describe('paging', () => {
         assert.equal(result.pageable.offset, page * size);
         assert.deepEqual(result.sort, { empty: false, sorted: true, unsorted: false });
         assert.equal(result.pageable.paged && !result.pageable.unpaged, true);
+      }),
+    );
+  });
+
+  it("writes a page from its content's JSON byte for byte as the whole page turned into JSON", () => {
+    const item = fc.record({ displayName: fc.string(), email: fc.string(), roomMember: fc.boolean(), lastname: fc.option(fc.string(), { nil: null }) });
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 30 }), fc.nat(1_000), fc.integer({ min: 1, max: 2000 }), fc.nat(5_000_000), (content, page, size, total) => {
+        const request = { page, size };
+        assert.equal(pageJson(JSON.stringify(content), content.length, request, total), JSON.stringify(toPage(content, request, total)));
       }),
     );
   });

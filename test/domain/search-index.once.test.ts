@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SearchIndex, SearchIndexBuilder, warmUp, type ChangedUser, type IndexedUser, type SearchIndexParts } from '../../src/domain/search-index.ts';
+import {
+  firstInOrder,
+  SearchIndex,
+  SearchIndexBuilder,
+  warmUp,
+  type ChangedUser,
+  type IndexedUser,
+  type SearchIndexParts,
+} from '../../src/domain/search-index.ts';
 import { matchesFilter, sortKeyOrder, type SignatoryFilter, type SortDirection, type SortField } from '../../src/domain/signatory-rules.ts';
 
 interface User extends IndexedUser {
@@ -602,6 +610,22 @@ describe('SearchIndex.withChanges', () => {
   });
 });
 
+describe('firstInOrder', () => {
+  it('gives the first values in either direction, as a whole sort does', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 1_000_000 }), { maxLength: 400 }),
+        fc.nat(60),
+        fc.constantFrom<SortDirection>('ASC', 'DESC'),
+        (values, count, direction) => {
+          const sorted = [...values].sort((a, b) => (direction === 'ASC' ? a - b : b - a));
+          assert.deepEqual([...firstInOrder(Float64Array.from(values), count, direction)], sorted.slice(0, count));
+        },
+      ),
+    );
+  });
+});
+
 describe('SearchIndex at the sizes where its ways of searching change', () => {
   // 120,000 users: more matches than are ever listed (50,000) or sorted, a room of a quarter of them
   // (scanned from one member's key to the next) and one of a few (each member's key checked).
@@ -676,6 +700,9 @@ describe('SearchIndex at the sizes where its ways of searching change', () => {
     { terms: ['n1'], filter: { roomMember: true, requiresInvitation: false }, room: 'few', sortBy: 'lastname', direction: 'ASC', offset: 0 },
     { terms: ['l3', 'n'], filter: { roomMember: true }, room: 'few', sortBy: 'email', direction: 'DESC', offset: 1 },
     { terms: ['n1'], filter: { roomMember: false, external: false }, room: 'few', sortBy: 'email', direction: 'ASC', offset: 40 },
+    // A further term whose matches the base keeps (from the search before): those kept are marked, not each key looked at.
+    { terms: ['l1'], filter: {}, room: 'few', sortBy: 'lastname', direction: 'ASC', offset: 0 },
+    { terms: ['9.g', 'l1'], filter: { roomMember: false }, room: 'quarter', sortBy: 'lastname', direction: 'DESC', offset: 5 },
   ];
 
   /** Every search, with and without external users, answered as the plain filter and sort would. */

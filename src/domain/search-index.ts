@@ -891,16 +891,29 @@ export class SearchIndex {
     return { before, users: placedUsers };
   }
 
-  /** How a held user's keys (as the base holds them) compare with `key`, field by field in `keyOrder`; undefined if its search key does not split into three. */
+  /**
+   * How a held user's keys (as the base holds them) compare with `key`, field by field in
+   * `keyOrder`; undefined if its search key does not split into three. Called tens of times for
+   * each change placed, so it makes no objects (it made 96 MB of them in 8 s under a SCIM sync).
+   */
   #compareBaseKeys(user: number, keyOrder: readonly SortField[], key: readonly string[]): number | undefined {
-    const { text: keys, from: start, end } = baseKeyOf(this.#base, user);
+    const base = this.#base;
+    const origin = segmentOrigin(base, user);
+    const keys = base.keys[user >>> base.shift]!;
+    const start = base.starts[user]! - origin;
+    const end = base.starts[user + 1]! - 1 - origin;
     const first = keys.indexOf(SEARCH_KEY_SEPARATOR, start);
     const second = first < 0 ? -1 : keys.indexOf(SEARCH_KEY_SEPARATOR, first + 1);
     const third = second < 0 ? -1 : keys.indexOf(SEARCH_KEY_SEPARATOR, second + 1);
     if (first < 0 || second < 0 || second >= end || (third >= 0 && third < end)) return undefined;
-    const at: Record<SortField, [number, number]> = { firstname: [start, first], lastname: [first + 1, second], email: [second + 1, end] };
-    for (const [i, field] of keyOrder.entries()) {
-      const compared = compareRange(keys, at[field][0], at[field][1], key[i]!);
+    for (let i = 0; i < keyOrder.length; i++) {
+      const field = keyOrder[i]!;
+      const compared =
+        field === 'firstname'
+          ? compareRange(keys, start, first, key[i]!)
+          : field === 'lastname'
+            ? compareRange(keys, first + 1, second, key[i]!)
+            : compareRange(keys, second + 1, end, key[i]!);
       if (compared !== 0) return compared;
     }
     return 0;

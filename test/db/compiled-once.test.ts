@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { compiledOnce } from '../../src/db/compiled-once.ts';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
-import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { appWithHandle } from '../helpers/test-app.ts';
 
 /*
  * A statement built once and run with its arguments bound answers as the statement built for
  * those arguments does; one whose argument went into the text is refused when first run.
  */
 describe('statements built once (compiled-once.ts)', () => {
-  let t: TestApp;
-  let handle: DatabaseHandle;
-  before(async () => {
-    t = await startTestApp();
-    await t.importDirectory(DIRECTORY);
-    handle = openDatabase(t.config);
-  });
-  after(async () => {
-    await handle.close();
-    await t.close();
-  });
+  const opened = appWithHandle(DIRECTORY);
 
   const usersOf = compiledOnce(['orgId', 'pattern'], (db, { orgId, pattern }) =>
     db
@@ -34,7 +23,7 @@ describe('statements built once (compiled-once.ts)', () => {
   );
 
   it('binds each argument where its marker stood, and the values the builder fixed as they were', async () => {
-    const db = handle.db;
+    const db = opened.handle.db;
     for (const pattern of ['%', '%@%', 'nobody%']) {
       const built = await db
         .selectFrom('users')
@@ -55,13 +44,13 @@ describe('statements built once (compiled-once.ts)', () => {
 
   it('runs a sql template, inside a transaction too', async () => {
     const organizationOf = compiledOnce(['orgId'], (_db, { orgId }) => sql<{ id: string }>`select id from organizations where id = ${orgId}`);
-    assert.deepEqual(plain(await organizationOf(handle.db, { orgId: ACME.id })), [{ id: ACME.id }]);
-    const inTransaction = await handle.db.transaction().execute((trx) => organizationOf(trx, { orgId: ACME.id }));
+    assert.deepEqual(plain(await organizationOf(opened.handle.db, { orgId: ACME.id })), [{ id: ACME.id }]);
+    const inTransaction = await opened.handle.db.transaction().execute((trx) => organizationOf(trx, { orgId: ACME.id }));
     assert.deepEqual(plain(inTransaction), [{ id: ACME.id }]);
   });
 
   it('refuses a statement whose argument is not a parameter', async () => {
     const inlined = compiledOnce(['orgId'], (_db, { orgId }) => sql<{ id: string }>`select id from organizations where id = ${sql.lit(orgId)}`);
-    await assert.rejects(inlined(handle.db, { orgId: ACME.id }), /orgId not bound as a parameter/);
+    await assert.rejects(inlined(opened.handle.db, { orgId: ACME.id }), /orgId not bound as a parameter/);
   });
 });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { changeDirectory } from '../../src/directory/directory-writer.ts';
 import { findRoom, findUser } from '../../src/repositories/directory-repository.ts';
 import { ProblemError } from '../../src/errors.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
-import { addApiToken, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { addApiToken, appWithHandle } from '../helpers/test-app.ts';
 
 const CLI = { actor: 'cli' };
 
@@ -16,26 +15,15 @@ const CLI = { actor: 'cli' };
  * takes nothing of its batch with it: the batch is run again with that change alone.
  */
 describe('directory writer: changes that wait commit together', () => {
-  let t: TestApp;
-  let handle: DatabaseHandle;
-  const version = async () => Number((await t.sql<{ v: number }>(sql`select directory_version as v from organizations where id = 'acme'`))[0]!.v);
-  const events = async () => Number((await t.sql<{ n: number }>(sql`select count(*) as n from audit_events where org_id = 'acme'`))[0]!.n);
+  const opened = appWithHandle(DIRECTORY);
+  const version = async () => Number((await opened.t.sql<{ v: number }>(sql`select directory_version as v from organizations where id = 'acme'`))[0]!.v);
+  const events = async () => Number((await opened.t.sql<{ n: number }>(sql`select count(*) as n from audit_events where org_id = 'acme'`))[0]!.n);
   const orgTally = async () =>
-    Number((await t.sql<{ n: number }>(sql`select coalesce(sum(users), 0) as n from user_tallies where org_id = 'acme' and room_id = ''`))[0]!.n);
+    Number((await opened.t.sql<{ n: number }>(sql`select coalesce(sum(users), 0) as n from user_tallies where org_id = 'acme' and room_id = ''`))[0]!.n);
   const create = (id: string, email = `${id}@acme.example`) =>
-    changeDirectory(handle.db, 'acme', CLI, (change) =>
+    changeDirectory(opened.handle.db, 'acme', CLI, (change) =>
       change.createUser({ id, firstname: 'Batch', lastname: id, email, external: false, status: 'active', userName: null, externalId: null }),
     );
-
-  before(async () => {
-    t = await startTestApp();
-    await t.importDirectory(DIRECTORY);
-    handle = openDatabase(t.config);
-  });
-  after(async () => {
-    await handle.close();
-    await t.close();
-  });
 
   it('commits changes asked for together in one transaction, each seeing the ones before it', async () => {
     const [v0, e0, users0] = [await version(), await events(), await orgTally()];
@@ -46,8 +34,8 @@ describe('directory writer: changes that wait commit together', () => {
     );
     // The fourth sees the first: the same id again is refused, after the others committed.
     const seen = await Promise.all([
-      changeDirectory(handle.db, 'acme', CLI, async (change) => (await findUser(change.trx, 'acme', 'b1'))?.lastname),
-      changeDirectory(handle.db, 'acme', CLI, async (change) => {
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) => (await findUser(change.trx, 'acme', 'b1'))?.lastname),
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) => {
         await change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!);
         return (await findUser(change.trx, 'acme', 'b1'))!.changed_in;
       }),
@@ -68,8 +56,8 @@ describe('directory writer: changes that wait commit together', () => {
     assert.ok(taken instanceof ProblemError && taken.code === 'email-taken', String(taken));
     const exists = outcomes[3].status === 'rejected' ? outcomes[3].reason : undefined;
     assert.ok(exists instanceof ProblemError && exists.code === 'user-exists', String(exists));
-    assert.equal(await findUser(handle.db, 'acme', 'c2'), undefined);
-    assert.equal((await findUser(handle.db, 'acme', 'c3'))?.email, 'c3@acme.example');
+    assert.equal(await findUser(opened.handle.db, 'acme', 'c2'), undefined);
+    assert.equal((await findUser(opened.handle.db, 'acme', 'c3'))?.email, 'c3@acme.example');
     // Run again around each failure, each change that succeeded here spent a version of its own.
     assert.equal(await version(), v0 + 2);
     assert.equal(await events(), e0 + 2);
@@ -79,8 +67,8 @@ describe('directory writer: changes that wait commit together', () => {
   it('spends no version on a batch that changes nothing, and still answers what its changes read', async () => {
     const v0 = await version();
     const [member, again] = await Promise.all([
-      changeDirectory(handle.db, 'acme', CLI, async (change) => change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!)),
-      changeDirectory(handle.db, 'acme', CLI, async (change) => change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!)),
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) => change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!)),
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) => change.addMember('board', (await findUser(change.trx, 'acme', 'b1'))!)),
     ]);
     assert.deepEqual([member, again], [false, false]);
     assert.equal(await version(), v0);
@@ -89,7 +77,7 @@ describe('directory writer: changes that wait commit together', () => {
   it('tells apart the states of a room that member changes of one batch leave (what a SCIM group ETag is made of)', async () => {
     /** Member changes, and what the room's version (a SCIM group's ETag) is made of right after them, in their transaction. */
     const members = (changes: [userId: string, add: boolean][]) =>
-      changeDirectory(handle.db, 'acme', CLI, async (change) => {
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) => {
         for (const [userId, add] of changes) {
           const user = (await findUser(change.trx, 'acme', userId))!;
           assert.ok(add ? await change.addMember('board', user) : await change.removeMember('board', user));
@@ -110,8 +98,8 @@ describe('directory writer: changes that wait commit together', () => {
     ]);
     assert.equal(await version(), v0 + 1, 'one batch');
     assert.notEqual(afterAdd, afterSwap);
-    const { secret } = await addApiToken(t, 'acme');
-    const group = await t.app.inject({ url: '/scim/v2/organizations/acme/Groups/board', headers: { authorization: `Bearer ${secret}` } });
+    const { secret } = await addApiToken(opened.t, 'acme');
+    const group = await opened.t.app.inject({ url: '/scim/v2/organizations/acme/Groups/board', headers: { authorization: `Bearer ${secret}` } });
     assert.equal(group.statusCode, 200, group.body);
     assert.deepEqual(
       group
@@ -123,7 +111,7 @@ describe('directory writer: changes that wait commit together', () => {
   });
 
   it('answers every change of a batch for an unknown organization with 404', async () => {
-    const outcomes = await Promise.allSettled([1, 2].map(() => changeDirectory(handle.db, 'nowhere', CLI, async () => 'never')));
+    const outcomes = await Promise.allSettled([1, 2].map(() => changeDirectory(opened.handle.db, 'nowhere', CLI, async () => 'never')));
     for (const outcome of outcomes) {
       assert.equal(outcome.status, 'rejected');
       assert.equal((outcome.reason as ProblemError).code, 'organization-not-found');

@@ -3,11 +3,12 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { after, before } from 'node:test';
 import { sql, type RawBuilder } from 'kysely';
 import { freshDatabase, TEST_DIALECT } from './databases.ts';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { migrateToLatest, openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { newToken, tokenHash } from '../../src/domain/api-token.ts';
 import { validateDirectoryFile } from '../../src/domain/directory-file.ts';
 import { importDirectory } from '../../src/directory/bulk-import.ts';
@@ -26,6 +27,33 @@ export interface TestApp {
   /** Runs SQL on the app's database from a separate connection, as an operator would. */
   sql<R>(query: RawBuilder<R>): Promise<R[]>;
   close(): Promise<void>;
+}
+
+/**
+ * For the suite it is called in: a test app with `directory` imported, and a database handle of
+ * the suite's own (as the services get one: for the writer and the repositories without HTTP),
+ * opened before the suite's tests and closed after them.
+ */
+export function appWithHandle(directory: unknown): { readonly t: TestApp; readonly handle: DatabaseHandle } {
+  let t: TestApp | undefined;
+  let handle: DatabaseHandle | undefined;
+  before(async () => {
+    t = await startTestApp();
+    await t.importDirectory(directory);
+    handle = openDatabase(t.config);
+  });
+  after(async () => {
+    await handle?.close();
+    await t?.close();
+  });
+  return {
+    get t() {
+      return t!;
+    },
+    get handle() {
+      return handle!;
+    },
+  };
 }
 
 /** A fresh data directory under the system temp dir. */

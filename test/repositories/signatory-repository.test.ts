@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { demoDirectory } from '../../src/demo/sample-directory.ts';
 import { searchTerms } from '../../src/domain/fold.ts';
 import { signatoryFilter, PURPOSES, SORT_FIELDS, type Purpose } from '../../src/domain/signatory-rules.ts';
@@ -17,7 +16,7 @@ import {
 import { changeDirectory } from '../../src/directory/directory-writer.ts';
 import { PageUserReads } from '../../src/services/page-user-reads.ts';
 import { findUserRow } from '../../src/repositories/directory-repository.ts';
-import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { appWithHandle } from '../helpers/test-app.ts';
 
 /** What a lookup in the demo organization's room asks for: the purpose's filter and the words as search terms. */
 function demoCriteria(roomId: string, purpose: Purpose | undefined, words: readonly string[]): CandidateCriteria {
@@ -25,18 +24,7 @@ function demoCriteria(roomId: string, purpose: Purpose | undefined, words: reado
 }
 
 describe('signatory repository: both page plans give the same rows', () => {
-  let t: TestApp;
-  let handle: DatabaseHandle;
-
-  before(async () => {
-    t = await startTestApp();
-    await t.importDirectory(demoDirectory());
-    handle = openDatabase(t.config);
-  });
-  after(async () => {
-    await handle.close();
-    await t.close();
-  });
+  const opened = appWithHandle(demoDirectory());
 
   it('walking the sort index and starting from the search index agree', async () => {
     const words = ['mul', 'ller', 'anna', 'demo', 'partner', 'ü', 'o', 'ja', 'son', '.1', '@', 'x"y', 'zzz'];
@@ -51,10 +39,10 @@ describe('signatory repository: both page plans give the same rows', () => {
         async (terms, purpose, by, direction, roomId, page) => {
           const criteria = demoCriteria(roomId, purpose, terms);
           const sort = { by, direction };
-          const walked = await findSignatories(handle.db, criteria, sort, 7, page * 7, 'walk-sort-index');
-          const searched = await findSignatories(handle.db, criteria, sort, 7, page * 7, 'from-search-index');
+          const walked = await findSignatories(opened.handle.db, criteria, sort, 7, page * 7, 'walk-sort-index');
+          const searched = await findSignatories(opened.handle.db, criteria, sort, 7, page * 7, 'from-search-index');
           assert.deepEqual(searched, walked);
-          const count = await countSignatories(handle.db, criteria);
+          const count = await countSignatories(opened.handle.db, criteria);
           assert.ok(walked.length === Math.max(0, Math.min(7, count - page * 7)));
         },
       ),
@@ -78,8 +66,8 @@ describe('signatory repository: both page plans give the same rows', () => {
           const criteria = demoCriteria(roomId, purpose, chosen);
           const sort = { by, direction };
           // Every match, found by walking the sort index: a plan that shares nothing with the one pass.
-          const all = await findSignatories(handle.db, criteria, sort, 10_000, 0, 'walk-sort-index');
-          const few = await findFewMatches(handle.db, criteria, sort, 7, page * 7, upTo);
+          const all = await findSignatories(opened.handle.db, criteria, sort, 10_000, 0, 'walk-sort-index');
+          const few = await findFewMatches(opened.handle.db, criteria, sort, 7, page * 7, upTo);
           if (all.length > upTo) {
             assert.equal(few, undefined, `${all.length} matches, bound ${upTo}`);
             return;
@@ -94,25 +82,27 @@ describe('signatory repository: both page plans give the same rows', () => {
 
   it('reads users by seq as they were at a directory version, until one of them or the room’s member list changes', async () => {
     const criteria = demoCriteria('board', undefined, []);
-    const users = await handle.db.selectFrom('users').select(['seq', 'id']).where('org_id', '=', 'demo').orderBy('seq', 'desc').limit(600).execute();
+    const users = await opened.handle.db.selectFrom('users').select(['seq', 'id']).where('org_id', '=', 'demo').orderBy('seq', 'desc').limit(600).execute();
     const seqs = users.map((user) => Number(user.seq));
     const versionNow = async () =>
-      Number((await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'demo').executeTakeFirstOrThrow()).directory_version);
+      Number(
+        (await opened.handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'demo').executeTakeFirstOrThrow()).directory_version,
+      );
     const version = await versionNow();
     const findUsersBySeqAt = async (wanted: number[], at: number) =>
-      asAtVersion(await findUsersWithChangesBySeq(handle.db, 'demo', 'board', wanted), wanted, at);
+      asAtVersion(await findUsersWithChangesBySeq(opened.handle.db, 'demo', 'board', wanted), wanted, at);
     const atVersion = await findUsersBySeqAt(seqs, version);
     assert.deepEqual(
       atVersion?.map((row) => row.id),
       users.map((user) => user.id),
       'every user, in the order of the seqs (more than one statement of them)',
     );
-    assert.deepEqual(atVersion, await findUsersBySeq(handle.db, criteria, seqs));
+    assert.deepEqual(atVersion, await findUsersBySeq(opened.handle.db, criteria, seqs));
     assert.equal(await findUsersBySeqAt([...seqs, 2_000_000_000], version), undefined, 'a seq not in the organization');
 
     // One user renamed through the directory writer: the others are still as they were at the version.
-    const renamed = (await findUserRow(handle.db, 'demo', users[3]!.id))!;
-    await changeDirectory(handle.db, 'demo', { actor: 'test' }, (change) =>
+    const renamed = (await findUserRow(opened.handle.db, 'demo', users[3]!.id))!;
+    await changeDirectory(opened.handle.db, 'demo', { actor: 'test' }, (change) =>
       change.updateUser(renamed, {
         id: renamed.id,
         firstname: renamed.firstname,
@@ -135,9 +125,9 @@ describe('signatory repository: both page plans give the same rows', () => {
     assert.equal((await findUsersBySeqAt([seqs[3]!], await versionNow()))?.[0]?.lastname, 'Renamed');
 
     // Pages asked for in one turn share one read, each answered as at its own version.
-    const reads = new PageUserReads(handle.db);
+    const reads = new PageUserReads(opened.handle.db);
     const statements: string[] = [];
-    const counted = handle.db.withPlugin({
+    const counted = opened.handle.db.withPlugin({
       transformQuery: (args) => (statements.push(args.node.kind), args.node),
       transformResult: async (args) => args.result,
     });
@@ -151,40 +141,35 @@ describe('signatory repository: both page plans give the same rows', () => {
     assert.equal(statements.length, 1, 'one statement for the three pages');
     assert.deepEqual(first, await reads.read('demo', 'board', seqs.slice(0, 20), version), 'as one read alone');
     assert.equal(first, undefined, 'the renamed user is on the first page: not as at the old version');
-    assert.deepEqual(second, await findUsersBySeq(handle.db, criteria, seqs.slice(10, 30)));
+    assert.deepEqual(second, await findUsersBySeq(opened.handle.db, criteria, seqs.slice(10, 30)));
     assert.deepEqual(third, atVersion.slice(4, 9), 'users not changed since, as at the old version');
   });
 });
 
 describe('signatory repository: users read as at a version after a room comes back', () => {
-  let t: TestApp;
-  let handle: DatabaseHandle;
   const users = [
     { id: 'u1', firstname: 'Anna', lastname: 'Muller', email: 'anna@x.test' },
     { id: 'u2', firstname: 'Ben', lastname: 'Smith', email: 'ben@x.test' },
   ];
-
-  before(async () => {
-    t = await startTestApp();
-    await t.importDirectory({ organizations: [{ id: 'o', name: 'O', users, rooms: [{ id: 'r', name: 'R', members: ['u1'] }] }] });
-    handle = openDatabase(t.config);
-  });
-  after(async () => {
-    await handle.close();
-    await t.close();
-  });
+  const opened = appWithHandle({ organizations: [{ id: 'o', name: 'O', users, rooms: [{ id: 'r', name: 'R', members: ['u1'] }] }] });
 
   it('never reads a member as at a version before its room was deleted and listed again by an import without members', async () => {
     const versionNow = async () =>
-      Number((await handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'o').executeTakeFirstOrThrow()).directory_version);
-    const seqs = (await handle.db.selectFrom('users').select('seq').where('org_id', '=', 'o').orderBy('seq').execute()).map((row) => Number(row.seq));
+      Number(
+        (await opened.handle.db.selectFrom('organizations').select('directory_version').where('id', '=', 'o').executeTakeFirstOrThrow()).directory_version,
+      );
+    const seqs = (await opened.handle.db.selectFrom('users').select('seq').where('org_id', '=', 'o').orderBy('seq').execute()).map((row) => Number(row.seq));
     const version = await versionNow();
-    const atVersion = asAtVersion(await findUsersWithChangesBySeq(handle.db, 'o', 'r', seqs), seqs, version);
+    const atVersion = asAtVersion(await findUsersWithChangesBySeq(opened.handle.db, 'o', 'r', seqs), seqs, version);
     assert.equal(atVersion?.[0]?.roomMember, true, 'u1 is a member of r');
 
-    await changeDirectory(handle.db, 'o', { actor: 'test' }, (change) => change.deleteRoom('r'));
-    await t.importDirectory({ organizations: [{ id: 'o', name: 'O', users, rooms: [{ id: 'r', name: 'R' }] }] });
-    assert.equal(asAtVersion(await findUsersWithChangesBySeq(handle.db, 'o', 'r', seqs), seqs, version), undefined, 'the room’s member list is new since');
-    assert.equal(asAtVersion(await findUsersWithChangesBySeq(handle.db, 'o', 'r', seqs), seqs, await versionNow())?.[0]?.roomMember, false);
+    await changeDirectory(opened.handle.db, 'o', { actor: 'test' }, (change) => change.deleteRoom('r'));
+    await opened.t.importDirectory({ organizations: [{ id: 'o', name: 'O', users, rooms: [{ id: 'r', name: 'R' }] }] });
+    assert.equal(
+      asAtVersion(await findUsersWithChangesBySeq(opened.handle.db, 'o', 'r', seqs), seqs, version),
+      undefined,
+      'the room’s member list is new since',
+    );
+    assert.equal(asAtVersion(await findUsersWithChangesBySeq(opened.handle.db, 'o', 'r', seqs), seqs, await versionNow())?.[0]?.roomMember, false);
   });
 });

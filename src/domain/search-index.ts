@@ -36,13 +36,15 @@ const FEW_MEMBERS = 32;
 const SORT_UP_TO = 50_000;
 
 /**
- * A step of the walk to a page (a call to test the user, the changes laid over passed) costs at
- * least this many of the steps a pick of the page from the matches is estimated at (matches ×
- * log2(offset + size + 1)): a walk of 196,000 steps took 61 ms under a SCIM sync at a million
- * users (300 ns a step), a pick of 20 among 44,510 matches 114 µs on a quiet machine (0.6 ns an
- * estimated step), and making the values it picks from about as long again.
+ * A step of the walk to a page (a call to test the user, the changes laid over passed) is taken to
+ * cost this many of the steps a pick of the page from the matches is estimated at (matches ×
+ * log2(offset + size + 1)), a cautious figure: a walk of 196,000 steps took 61 ms under a SCIM sync
+ * at a million users (300 ns a step, on a loaded machine), a pick of 20 among 44,510 matches
+ * 114 µs on a quiet one (0.6 ns an estimated step, about as long again to make the values it
+ * picks from). So the first page of spread matches is still walked to (`mul`: about 450 steps,
+ * against a budget of 3,000), and one of matches bunched elsewhere is picked after at most that.
  */
-const WALK_STEP_COST = 16;
+const WALK_STEP_COST = 64;
 
 /**
  * The users of the base whose key contains a term are kept, by term, while they are at most one
@@ -50,6 +52,12 @@ const WALK_STEP_COST = 16;
  * version (under steady writes, every few milliseconds) reads them rather than every key again.
  */
 const KEPT_MATCHES_SHARE = 8;
+/**
+ * A further term's kept matches are read rather than each key left looked at while they are at
+ * most this many times the keys left: reading one costs a few array steps, a look at a key a
+ * comparison of its bytes.
+ */
+const KEPT_READ_COST = 16;
 /** As many matches are kept whatever the share (16 KiB). */
 const KEPT_MATCHES_ANYWAY = 4096;
 const BASE_MATCHES_BYTES = 16 * 1024 * 1024;
@@ -957,7 +965,8 @@ export class SearchIndex {
    * rank among those changes. Each user is one number (place × (changes + 1) + rank, a base user
    * ranking last), and only the first `offset + size` of them in the page's direction are picked
    * and sorted (firstInOrder): a term bunched in the order sorted by (`mul` in last names) was
-   * walked to past half a million users, 10-19 ms at a million.
+   * walked to for up to 687,000 steps before its matches were sorted whole (10-19 ms of a CPU
+   * profile at a million users).
    */
   #sortedPage(users: Int32Array, search: Omit<IndexSearch, 'terms'>): number[] {
     const places = this.#base.places[search.sortBy];
@@ -1085,10 +1094,12 @@ export class SearchIndex {
     }
     for (const term of rest) {
       const kept = this.#base.matches.get(term);
-      if (matches.count * DENSE > users || (kept !== 'many' && (kept !== undefined || matches.count > KEPT_MATCHES_ANYWAY))) {
-        // Many left, or the base keeps the term's matches (or may: they are then kept for the next
-        // search): one more pass over the keys, or over those kept, costs less than a look at each
-        // key left (37,750 for `ann sch` at a million users: 13-19 ms, at every version under steady writes).
+      const fromKept = kept !== undefined && kept !== 'many' && kept.length <= KEPT_READ_COST * matches.count;
+      if (matches.count * DENSE > users || fromKept || (kept === undefined && matches.count > KEPT_MATCHES_ANYWAY)) {
+        // Many left, or the base keeps the term's matches and they are not many more than those left
+        // (or may keep them: they are then kept for the next search): one more pass over the keys,
+        // or over those kept, costs less than a look at each key left (37,750 for `ann sch` at a
+        // million users: 13-19 ms, at every version under steady writes).
         const also = new Uint8Array(users);
         this.#scan(term, (user) => (also[user] = 1));
         matches.keepOnly((user) => also[user] === 1);

@@ -52,5 +52,12 @@ describe('statements built once (compiled-once.ts)', () => {
   it('refuses a statement whose argument is not a parameter', async () => {
     const inlined = compiledOnce(['orgId'], (_db, { orgId }) => sql<{ id: string }>`select id from organizations where id = ${sql.lit(orgId)}`);
     await assert.rejects(inlined(opened.handle.db, { orgId: ACME.id }), /orgId not bound as a parameter/);
+    // Bound once as it is and once in the text, or made into a value of its own: refused too.
+    const twice = compiledOnce(['orgId'], (_db, { orgId }) => sql<{ id: string }>`select id from organizations where id = ${orgId} or id = ${sql.lit(orgId)}`);
+    await assert.rejects(twice(opened.handle.db, { orgId: ACME.id }), /went into the text/);
+    const pattern = compiledOnce(['orgId'], (db, { orgId }) =>
+      db.selectFrom('organizations').select('id').where('id', '=', orgId).where('name', 'like', `%${orgId}%`),
+    );
+    await assert.rejects(pattern(opened.handle.db, { orgId: ACME.id }), /into a value of its own/);
   });
 });

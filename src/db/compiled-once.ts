@@ -2,7 +2,7 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import { dialectOf, type DialectName } from './dialect.ts';
 import type { Database } from './tables.ts';
 
-/** How an argument's marker starts: no text a statement is built of, nor a value it binds, holds U+0000. */
+/** How an argument's marker starts (with U+0000, which no statement's own text or fixed values hold). */
 const MARKER = '\u0000compiled-once:';
 
 /** Where a compiled statement's parameter comes from: an argument by name, or a value the builder fixed. */
@@ -14,9 +14,9 @@ type Slot<Name extends string> = { arg: Name } | { value: unknown };
  * changes an index takes in): building one took longer than SQLite took to run it (a lookup
  * server beside 200 writes/s spent 2.9% of its thread building the scope alone; docs/benchmarks.md).
  *
- * `build` returns a query builder or a `sql` template, and is called with a distinct marker string for each argument, and every parameter of the
- * compiled statement that is a marker is bound to that argument at each run; any other parameter
- * is a value the builder fixed, bound as it was. So `build` must pass each argument as a value
+ * `build` returns a query builder or a `sql` template; it is called with a distinct marker string
+ * for each argument, and every parameter of the compiled statement that is a marker is bound to
+ * that argument at each run; any other parameter is a value the builder fixed, bound as it was. So `build` must pass each argument as a value
  * as it is (never into the text, as `sql.lit` or `sql.raw` would, nor made into another value, as
  * `%${arg}%`) and must not branch on it: a statement that does is refused at its first run. The
  * query builder's plugins see the statement once, when it is built.

@@ -9,10 +9,15 @@ export interface BenchDatabase {
   /** Variables for the server's environment (DATABASE_URL for PostgreSQL). */
   env: Record<string, string>;
   drop(): Promise<void>;
+  /**
+   * A second database with what this one holds now (PostgreSQL: from it as a template, so nothing
+   * may be connected to it meanwhile); undefined on SQLite, whose database is the data directory's file.
+   */
+  copy(): Promise<BenchDatabase | undefined>;
 }
 
 export async function benchDatabase(dialect: 'sqlite' | 'postgres'): Promise<BenchDatabase> {
-  if (dialect === 'sqlite') return { env: {}, drop: async () => undefined };
+  if (dialect === 'sqlite') return { env: {}, drop: async () => undefined, copy: async () => undefined };
   const adminUrl = process.env['SIGNROOM_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const name = `signroom_bench_${process.pid}`;
   const admin = async (statement: string): Promise<void> => {
@@ -24,8 +29,15 @@ export async function benchDatabase(dialect: 'sqlite' | 'postgres'): Promise<Ben
       await client.end();
     }
   };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { env: { DATABASE_URL: url.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  const create = async (database: string, template?: string): Promise<BenchDatabase> => {
+    await admin(`CREATE DATABASE ${database}${template === undefined ? '' : ` TEMPLATE ${template}`}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${database}`;
+    return {
+      env: { DATABASE_URL: url.toString() },
+      drop: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
+      copy: () => create(`${database}_copy`, database),
+    };
+  };
+  return create(name);
 }

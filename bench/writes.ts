@@ -10,11 +10,15 @@
  *   clients: writes per second;
  * - the page-20 lookup mix on A (wrk, 32 connections), alone and while `--rate` writes
  *   per second go to B: the ratio of the two throughputs, and p99;
+ * - the same mix while the same writes go to a server C on a copy of the database, which A never
+ *   sees (the ceiling: what the writes' own work on the shared cores leaves A, with no version
+ *   for A to take in); skipped with --no-ceiling;
+ * - where the cores went in each of these phases (bench/process-cpu.ts);
  * - a lookup on A started as soon as a write to B has answered, finding what it wrote (read your
  *   writes across processes): its latency.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +27,7 @@ import { benchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 import { send } from './http-client.ts';
+import { cpuPhase, cpuTable, type CpuShares } from './process-cpu.ts';
 import { wrkLoad, type LoadResult } from './wrk.ts';
 
 const { values } = parseArgs({
@@ -31,7 +36,9 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     dialect: { type: 'string', default: 'sqlite' },
     rate: { type: 'string', default: '200' },
+    ceiling: { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 if (values.dialect !== 'sqlite' && values.dialect !== 'postgres') throw new Error('--dialect is sqlite or postgres');
 const users = Number(values.users);
@@ -62,9 +69,13 @@ let started = performance.now();
 await run(signroom, ['import', file]);
 const importSeconds = (performance.now() - started) / 1000;
 log(`imported in ${importSeconds.toFixed(1)} s`);
+// The ceiling's server C writes to a copy, made while no server holds the database.
+const copyDir = values.ceiling ? mkdtempSync(path.join(tmpdir(), 'signroom-bench-c-')) : undefined;
+const copy = copyDir === undefined ? undefined : await database.copy();
+if (copyDir !== undefined && copy === undefined) cpSync(dataDir, copyDir, { recursive: true });
 
 const API = '/admin/api/v3/organizations/bench';
-const [portA, portB] = [18090, 18091];
+const [portA, portB, portC] = [18090, 18091, 18092];
 const servers: ChildProcess[] = [];
 
 /** One request; its latency in ms (throws on a status other than the expected). */
@@ -115,15 +126,18 @@ async function writeLoad(port: number, prefix: string, clients: number, forSecon
   return { latencies, perSecond: latencies.length / ((performance.now() - began) / 1000) };
 }
 
-/** The page-20 lookup mix of bench/lookup.ts on A, driven by wrk (bench/wrk.ts). */
+/** The page-20 lookup mix of bench/lookup.ts on A, driven by wrk (bench/wrk.ts), and where the cores went meanwhile. */
 const base = `${API}/rooms`;
 const lookupUrls = lookupMix(base);
-async function lookupLoad(): Promise<LoadResult> {
-  return wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: seconds, authorization: BENCH_BASIC });
+async function lookupLoad(writer: ChildProcess | undefined): Promise<LoadResult & { cpu: CpuShares }> {
+  // B in the table: the server taking the writes of the phase.
+  const phase = cpuPhase({ A: servers[0]?.pid ?? 0, B: writer?.pid ?? 0 });
+  const load = await wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: seconds, authorization: BENCH_BASIC });
+  return { ...load, cpu: phase.stop() };
 }
 
-/** Writes at `perSecond` to B until `stop` resolves, paced; their latencies. */
-async function pacedWrites(perSecond: number, stop: Promise<unknown>): Promise<number[]> {
+/** Writes at `perSecond` to the server on `port` until `stop` resolves, paced; their latencies. */
+async function pacedWrites(port: number, prefix: string, perSecond: number, stop: Promise<unknown>): Promise<number[]> {
   const latencies: number[] = [];
   let done = false;
   void stop.then(() => (done = true));
@@ -134,7 +148,7 @@ async function pacedWrites(perSecond: number, stop: Promise<unknown>): Promise<n
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     if (done) break;
-    inFlight.push(writeOnce(portB, 'p', k).then((ms) => void latencies.push(ms)));
+    inFlight.push(writeOnce(port, prefix, k).then((ms) => void latencies.push(ms)));
     // Keep the order of each user's four writes: wait for the create before the rest.
     if (k % 4 === 0) await inFlight.at(-1);
   }
@@ -151,8 +165,9 @@ try {
       portB,
     ),
   );
+  if (copyDir !== undefined) servers.push(await startSignroom(signroom, { ...env, ...copy?.env, SIGNROOM_DATA_DIR: copyDir }, portC));
   // The password hash and each server's index, before anything is measured.
-  for (const port of [portA, portB]) {
+  for (const port of copyDir === undefined ? [portA, portB] : [portA, portB, portC]) {
     await timed(port, 'GET', `${base}/small/signatories/lookup?size=1&searchQuery=sch`, undefined, 200);
     for (;;) {
       const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { organizations: number; loading: number } };
@@ -166,14 +181,24 @@ try {
   const eight = await writeLoad(portB, 'e', 8, seconds);
 
   log('lookup mix alone…');
-  const alone = await lookupLoad();
+  const alone = await lookupLoad(servers[1]);
+  /** The lookup mix on A while `rate` writes per second go to the server on `port`. */
+  const besideWritesTo = async (port: number, prefix: string, writer: ChildProcess | undefined) => {
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const writing = pacedWrites(port, prefix, rate, stopped);
+    const load = await lookupLoad(writer);
+    stop();
+    return { load, writes: latencySummary(await writing) };
+  };
+  let ceiling: Awaited<ReturnType<typeof besideWritesTo>> | undefined;
+  if (copyDir !== undefined) {
+    log(`lookup mix with ${rate} writes/s to a copy of the database (the ceiling)…`);
+    ceiling = await besideWritesTo(portC, 'c', servers[2]);
+    servers.pop()?.kill('SIGTERM');
+  }
   log(`lookup mix with ${rate} writes/s on the other server…`);
-  let stop!: () => void;
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  const writing = pacedWrites(rate, stopped);
-  const beside = await lookupLoad();
-  stop();
-  const besideWrites = latencySummary(await writing);
+  const { load: beside, writes: besideWrites } = await besideWritesTo(portB, 'p', servers[1]);
 
   log('a lookup on A right after each write to B…');
   const afterWrite: number[] = [];
@@ -206,14 +231,31 @@ try {
     `| lookup mix alone: req/s, p99 | ${alone.rps.toFixed(0)}, ${ms(alone.p99)} ms | |`,
     `| lookup mix beside ${rate} writes/s: req/s, p99 | ${beside.rps.toFixed(0)}, ${ms(beside.p99)} ms | p99 ≤ 25 ms |`,
     `| ratio of the two throughputs | ${((100 * beside.rps) / alone.rps).toFixed(0)}% | ≥ 80% |`,
+    ...(ceiling === undefined
+      ? []
+      : [
+          `| ceiling: lookup mix beside ${rate} writes/s to a copy of the database: req/s, p99 (ratio) | ${ceiling.load.rps.toFixed(0)}, ${ms(ceiling.load.p99)} ms (${((100 * ceiling.load.rps) / alone.rps).toFixed(0)}%) | |`,
+        ]),
     `| writes beside the lookups: p50 / p99 (n) | ${ms(besideWrites.p50)} / ${ms(besideWrites.p99)} ms (${besideWrites.n}) | |`,
     `| lookup on A right after a write to B: p50 / p99 | ${ms(after.p50)} / ${ms(after.p99)} ms | p99 ≤ 50 ms |`,
   ];
+  lines.push(
+    '',
+    'Where the cores went during the lookup phases (CPU seconds per second; A: the lookup server, B: the server taking the writes):',
+    '',
+    ...cpuTable([
+      { label: 'lookup mix alone', shares: alone.cpu, answers: alone.rps },
+      ...(ceiling === undefined ? [] : [{ label: `ceiling: writes to C, on a copy`, shares: ceiling.load.cpu, answers: ceiling.load.rps, writes: rate }]),
+      { label: `lookup mix beside ${rate} writes/s`, shares: beside.cpu, answers: beside.rps, writes: rate },
+    ]),
+  );
   console.log(lines.join('\n'));
   if (alone.errors + beside.errors > 0) console.log(`\n(lookup errors: ${alone.errors} alone, ${beside.errors} beside the writes)`);
 } finally {
   for (const server of servers) server.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
   await database.drop();
+  await copy?.drop();
   rmSync(dataDir, { recursive: true, force: true });
+  if (copyDir !== undefined) rmSync(copyDir, { recursive: true, force: true });
 }

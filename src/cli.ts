@@ -270,7 +270,7 @@ async function directoryCommand(config: Config, noun: 'user' | 'room', args: str
     );
   }
   if ((action === 'add-member' || action === 'remove-member') && first !== undefined && second !== undefined) {
-    return run((directory) => directory.setMember(orgId, first, second, action === 'add-member', actor));
+    return run((directory) => directory.setMember(orgId, first, second, action === 'add-member', undefined, actor));
   }
   throw new UsageError('expected: room add ORG ROOM [--name NAME] | room add-member|remove-member ORG ROOM USER');
 }

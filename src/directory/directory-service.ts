@@ -13,6 +13,7 @@ import {
   findRoom,
   findRoomAndUser,
   findUser,
+  isRoomMember,
   listOrganizations,
   listRooms,
   listUsers,
@@ -53,20 +54,43 @@ function tagged<T extends object>(body: T): Tagged<T> {
  * representation; weak tags never match (RFC 9110 section 13.1.1 compares strongly).
  */
 export function assertPrecondition(ifMatch: string | undefined, current: Tagged<object>): void {
-  if (ifMatch === undefined) return;
+  const tags = ifMatchTags(ifMatch);
+  if (tags === undefined || tags === '*') return;
+  if (!tags.includes(current.etag)) {
+    throw new ProblemError('precondition-failed', 'The resource changed since the version named by If-Match; read it again and retry.', {
+      headers: { etag: current.etag },
+    });
+  }
+}
+
+/**
+ * 412 unless `ifMatch` holds for a room membership, which has no representation of its own and
+ * so no entity tag: only `*` can hold, and only while the user is a member (RFC 9110 section
+ * 13.1.1: `*` is false when the resource has no current representation).
+ */
+export function assertMembershipPrecondition(ifMatch: string | undefined, isMember: boolean): void {
+  const tags = ifMatchTags(ifMatch);
+  if (tags === undefined || (tags === '*' && isMember)) return;
+  throw new ProblemError(
+    'precondition-failed',
+    tags === '*'
+      ? 'If-Match: * holds only while the user is a member of the room, and it is not.'
+      : 'A room membership has no entity tag, so no tag in If-Match can match it; only "*" can, while the user is a member.',
+  );
+}
+
+/** An If-Match header's entity tags, `*`, or undefined when there is none; 400 when it is neither. */
+function ifMatchTags(ifMatch: string | undefined): string[] | '*' | undefined {
+  if (ifMatch === undefined) return undefined;
   const tags = ifMatch.split(',').map((tag) => tag.trim());
-  if (tags.includes('*')) return;
+  if (tags.includes('*')) return '*';
   const malformed = tags.filter((tag) => !/^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/.test(tag));
   if (malformed.length > 0) {
     throw new ProblemError('invalid-parameter', `If-Match must be "*" or a list of quoted entity tags, got ${JSON.stringify(ifMatch)}.`, {
       errors: [{ parameter: 'If-Match', message: 'must be "*" or a list of quoted entity tags' }],
     });
   }
-  if (!tags.includes(current.etag)) {
-    throw new ProblemError('precondition-failed', 'The resource changed since the version named by If-Match; read it again and retry.', {
-      headers: { etag: current.etag },
-    });
-  }
+  return tags;
 }
 
 export function toOrganization(row: OrganizationRecord): OrganizationBody {
@@ -345,11 +369,13 @@ export class DirectoryService {
   }
 
   /** Adds (`add`) or removes a member; idempotent. */
-  async setMember(orgId: string, roomId: string, userId: string, add: boolean, actor: Actor): Promise<void> {
+  async setMember(orgId: string, roomId: string, userId: string, add: boolean, ifMatch: string | undefined, actor: Actor): Promise<void> {
     await changeDirectory(this.#db, orgId, actor, async (change: DirectoryChange) => {
       const { roomExists, user } = await findRoomAndUser(change.trx, orgId, roomId, userId);
       if (!roomExists) await this.#existingRoom(change.trx, orgId, roomId);
       if (user === undefined) throw userNotFound(orgId, userId);
+      // Read (only when asked) in the change, which the organization's other writers wait for.
+      if (ifMatch !== undefined) assertMembershipPrecondition(ifMatch, await isRoomMember(change.trx, orgId, roomId, userId));
       // Nothing changed records no event: the writer spends no version on it.
       if (add) await change.addMember(roomId, user);
       else await change.removeMember(roomId, user);

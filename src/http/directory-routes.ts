@@ -395,14 +395,15 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         tags: ['directory'],
         summary: add ? 'Add a user to a signing room (idempotent)' : 'Remove a user from a signing room (idempotent)',
         params: MemberPathParams,
+        headers: IfMatchHeaders,
         response: {
           204: { type: 'null', description: add ? 'The user is a member' : 'The user is not a member' },
-          ...adminProblemResponses(400, 404, 413, 415),
+          ...adminProblemResponses(400, 404, 412, 413, 415),
         },
       },
       handler: async (request, reply) => {
         const { organizationId, roomId, userId } = request.params;
-        await directory.setMember(organizationId, roomId, userId, add, actorOf(request));
+        await directory.setMember(organizationId, roomId, userId, add, request.headers['if-match'], actorOf(request));
         return reply.code(204).send(null);
       },
     });

@@ -124,6 +124,18 @@ export async function findRoomAndUser(
   return { roomExists: roomExists === true || roomExists === 1, user: user.id === null || user.id === undefined ? undefined : (user as UserRecord) };
 }
 
+/** Whether the user is a member of the room. */
+export async function isRoomMember(db: Kysely<Database>, orgId: string, roomId: string, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('room_members')
+    .select('user_id')
+    .where('org_id', '=', orgId)
+    .where('room_id', '=', roomId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** The stored row of this id, deleted or not (a deleted user's id may be taken again). */
 export async function findUserRow(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord | undefined> {
   return db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', userId).executeTakeFirst();

@@ -218,6 +218,22 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ firstname: 'A' }), 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'not-quoted' });
   });
 
+  it('refuses an If-Match on a room membership unless it is "*" and the user is a member', async () => {
+    // u1 is a member of board, u2 is not: a membership has no entity tag, so no tag can match.
+    for (const [method, user] of [
+      ['PUT', 'u2'],
+      ['DELETE', 'u1'],
+      ['PUT', 'u1'],
+    ] as const) {
+      await refused(method, `${API}/acme/rooms/board/members/${user}`, undefined, 412, 'precondition-failed', [], { 'if-match': '"anything"' });
+    }
+    await refused('PUT', `${API}/acme/rooms/board/members/u2`, undefined, 412, 'precondition-failed', [], { 'if-match': '*' });
+    await refused('DELETE', `${API}/acme/rooms/empty/members/u1`, undefined, 412, 'precondition-failed', [], { 'if-match': '*' });
+    await refused('DELETE', `${API}/acme/rooms/board/members/u1`, undefined, 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'not-quoted' });
+    // Unknown room or user: the 404 comes first, as for every other resource.
+    await refused('PUT', `${API}/acme/rooms/nope/members/u1`, undefined, 404, 'room-not-found', [], { 'if-match': '*' });
+  });
+
   it('refuses bodies that are not JSON objects, not JSON, of another type, or too large', async () => {
     await refused('PATCH', `${API}/acme/users/u1`, '[{"op":"replace"}]', 400, 'invalid-parameter');
     await refused('PATCH', `${API}/acme/users/u1`, '"text"', 400, 'invalid-parameter');

@@ -134,6 +134,17 @@ describe('directory management API', () => {
     assert.equal((await call('GET', `${API}/acme/users/u1`)).json().firstname, 'Anne');
   });
 
+  it('honours If-Match: * on a room membership while the user is a member', async () => {
+    assert.equal((await call('PUT', `${API}/acme/rooms/empty/members/u2`)).statusCode, 204);
+    const kept = await call('PUT', `${API}/acme/rooms/empty/members/u2`, undefined, { 'if-match': '*' });
+    assert.equal(kept.statusCode, 204, kept.body);
+    const removed = await call('DELETE', `${API}/acme/rooms/empty/members/u2`, undefined, { 'if-match': '*' });
+    assert.equal(removed.statusCode, 204, removed.body);
+    assert.equal((await call('GET', `${API}/acme/rooms/empty`)).json().memberCount, 0);
+    const again = await call('DELETE', `${API}/acme/rooms/empty/members/u2`, undefined, { 'if-match': '*' });
+    assert.equal(again.statusCode, 412, again.body);
+  });
+
   it('deletes a user: gone from the lookup, the rooms and the users route; its id may be taken again', async () => {
     assert.equal((await call('PUT', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
     assert.equal((await call('DELETE', `${API}/acme/users/new1`)).statusCode, 204);

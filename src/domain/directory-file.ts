@@ -150,6 +150,13 @@ function validateOrganization(raw: unknown, path: string, problems: Collector): 
     }
     if (room === undefined || sameId !== undefined) rejectedRooms.add(index);
     else indexOfRoomId.set(room.id, index);
+    // No organization with an invalid id is stored, nor imported: a member the file does not list
+    // is unknown (the import checks the members of valid ones against the database too).
+    if (id === undefined && room?.members !== undefined) {
+      for (const [k, userId] of room.members.entries()) {
+        if (!indexOfUserId.has(userId)) problems.add(`${room.path}.members[${room.memberIndexes[k]}]`, `unknown user id "${userId}" in this organization`);
+      }
+    }
     index += 1;
   }
 

@@ -145,6 +145,26 @@ describe('bin/signroom import', () => {
       ],
     ],
     [
+      'an unknown member in an organization whose id is invalid',
+      {
+        organizations: [
+          {
+            id: 'not valid!',
+            users: [
+              { id: 'm1', email: 'm1@bad.example' },
+              { id: 'm2', email: 'broken' },
+            ],
+            rooms: [{ id: 'r1', members: ['m1', 'm2', 'ghost'] }],
+          },
+        ],
+      },
+      [
+        /^\$\.organizations\[0\]\.id: /m,
+        /^\$\.organizations\[0\]\.users\[1\]\.email: /m,
+        /^\$\.organizations\[0\]\.rooms\[0\]\.members\[2\]: unknown user id "ghost"/m,
+      ],
+    ],
+    [
       'an email that belongs to another stored user',
       { organizations: [{ id: 'acme', name: 'Acme AG', users: [{ id: 'new', email: 'Zoe@ACME.example' }] }] },
       [/^\$\.organizations\[0\]\.users\[0\]\.email: email "Zoe@ACME.example" already belongs to user "u4"/m],

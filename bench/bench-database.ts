@@ -36,7 +36,12 @@ export async function benchDatabase(dialect: 'sqlite' | 'postgres'): Promise<Ben
     return {
       env: { DATABASE_URL: url.toString() },
       drop: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
-      copy: () => create(`${database}_copy`, database),
+      copy: async () => {
+        const copied = await create(`${database}_copy`, database);
+        // CREATE DATABASE … TEMPLATE writes the whole copy to the WAL: its checkpoint now, not during a measured phase.
+        await admin('CHECKPOINT');
+        return copied;
+      },
     };
   };
   return create(name);

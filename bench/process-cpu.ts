@@ -33,12 +33,15 @@ function mainThreadSchedule(pid: number): { running: number; waiting: number } {
   }
 }
 
-/** Busy and total CPU time of the whole machine so far, s (the first line of /proc/stat). */
-function machineSeconds(): { busy: number; total: number } {
+/**
+ * Busy and total CPU time of the whole machine so far, s (the first line of /proc/stat). Time the
+ * hypervisor gave another guest (steal) is neither: it is counted apart.
+ */
+function machineSeconds(): { busy: number; total: number; steal: number } {
   const [, ...ticks] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
   const [user, nice, system, idle, iowait, irq, softirq, steal] = ticks.map(Number);
-  const busy = (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0);
-  return { busy: busy / TICKS_PER_SECOND, total: (busy + (idle ?? 0) + (iowait ?? 0)) / TICKS_PER_SECOND };
+  const busy = (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0);
+  return { busy: busy / TICKS_PER_SECOND, total: (busy + (idle ?? 0) + (iowait ?? 0)) / TICKS_PER_SECOND, steal: (steal ?? 0) / TICKS_PER_SECOND };
 }
 
 /** What a phase used, in cores (CPU seconds per second of the phase). */
@@ -49,8 +52,10 @@ export interface CpuShares {
   waiting: Record<string, number>;
   /** This process (the benchmark's own client). */
   self: number;
-  /** The whole machine, busy. */
+  /** The whole machine, busy (steal left out). */
   machine: number;
+  /** Time the hypervisor ran another guest instead of this machine. */
+  steal: number;
   /** Cores the machine has (as /proc/stat counts them over the phase). */
   cores: number;
 }
@@ -73,6 +78,7 @@ export function cpuPhase(pids: Record<string, number>): { stop: () => CpuShares 
         waiting: Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, per(mainThreadSchedule(pid).waiting - (scheduleAt[name]?.waiting ?? 0))])),
         self: per((self.user + self.system) / 1e6),
         machine: per(machine.busy - machineAt.busy),
+        steal: per(machine.steal - machineAt.steal),
         cores: (machine.total - machineAt.total) / seconds,
       };
     },
@@ -81,13 +87,13 @@ export function cpuPhase(pids: Record<string, number>): { stop: () => CpuShares 
 
 /**
  * A markdown table of phases: A's and B's cores (each main thread's wait for a core), the
- * benchmark's own client, the rest of the machine (the load generator, the database, anything
- * else), A's CPU time per answer when `answers` (per second) is given, and B's per write when `writes` is.
+ * benchmark's own client, the rest of the machine (the load generator, the database's processes,
+ * the servers' child processes, anything else), steal, A's CPU time per answer when `answers` (per second) is given, and B's per write when `writes` is.
  */
 export function cpuTable(rows: { label: string; shares: CpuShares; answers?: number; writes?: number }[]): string[] {
   const cores = (value: number) => value.toFixed(2);
   const lines = [
-    '| phase | A (its thread waiting for a core) | B (waiting) | bench client | rest (wrk, database, others) | machine busy, of cores | A per answer | B per write |',
+    '| phase | A cores (its main thread waiting for one) | B cores (waiting) | bench client | rest: wrk, database, child processes | machine busy, of cores (steal) | A per answer | B per write |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const { label, shares, answers, writes } of rows) {
@@ -96,7 +102,7 @@ export function cpuTable(rows: { label: string; shares: CpuShares; answers?: num
     const rest = shares.machine - a - b - shares.self;
     const per = (cpu: number, count: number | undefined) => (count === undefined || count === 0 ? '' : `${((cpu * 1e6) / count).toFixed(0)} µs`);
     lines.push(
-      `| ${label} | ${cores(a)} (${cores(shares.waiting['A'] ?? 0)}) | ${cores(b)} (${cores(shares.waiting['B'] ?? 0)}) | ${cores(shares.self)} | ${cores(Math.max(0, rest))} | ${cores(shares.machine)} of ${shares.cores.toFixed(1)} | ${per(a, answers)} | ${per(b, writes)} |`,
+      `| ${label} | ${cores(a)} (${cores(shares.waiting['A'] ?? 0)}) | ${cores(b)} (${cores(shares.waiting['B'] ?? 0)}) | ${cores(shares.self)} | ${cores(Math.max(0, rest))} | ${cores(shares.machine)} of ${shares.cores.toFixed(1)} (${cores(shares.steal)}) | ${per(a, answers)} | ${per(b, writes)} |`,
     );
   }
   return lines;

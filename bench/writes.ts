@@ -2,28 +2,30 @@
  * Directory write benchmark: single writes through the REST API at a million users, and the lookup
  * mix with and without writes running beside it, measured in the same run.
  *
- *   npm run bench:writes -- [--users 1000000] [--seconds 10] [--dialect sqlite|postgres] [--rate 200]
+ *   npm run bench:writes -- [--users 1000000] [--seconds 10] [--dialect sqlite|postgres] [--rate 200] [--no-ceiling]
  *
  * Imports the sample organization of bench/lookup.ts, starts two servers on the one database (A
- * takes lookups, B takes writes), and reports:
+ * takes lookups, B takes writes; a third, C, on a copy for the ceiling), and reports:
  * - single writes alone (create, rename, add a member, suspend), one client: latency; then eight
  *   clients: writes per second;
  * - the page-20 lookup mix on A (wrk, 32 connections), alone and while `--rate` writes
  *   per second go to B: the ratio of the two throughputs, and p99;
  * - the same mix while the same writes go to a server C on a copy of the database, which A never
  *   sees (the ceiling: what the writes' own work on the shared cores leaves A, with no version
- *   for A to take in); skipped with --no-ceiling;
+ *   for A to take in; C takes a few seconds of writes first, as B has before its phase);
+ *   skipped with --no-ceiling;
  * - where the cores went in each of these phases (bench/process-cpu.ts);
  * - a lookup on A started as soon as a write to B has answered, finding what it wrote (read your
  *   writes across processes): its latency.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { benchDatabase } from './bench-database.ts';
+import { benchDatabase, type BenchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 import { send } from './http-client.ts';
@@ -69,10 +71,8 @@ let started = performance.now();
 await run(signroom, ['import', file]);
 const importSeconds = (performance.now() - started) / 1000;
 log(`imported in ${importSeconds.toFixed(1)} s`);
-// The ceiling's server C writes to a copy, made while no server holds the database.
-const copyDir = values.ceiling ? mkdtempSync(path.join(tmpdir(), 'signroom-bench-c-')) : undefined;
-const copy = copyDir === undefined ? undefined : await database.copy();
-if (copyDir !== undefined && copy === undefined) cpSync(dataDir, copyDir, { recursive: true });
+let copyDir: string | undefined;
+let copy: BenchDatabase | undefined;
 
 const API = '/admin/api/v3/organizations/bench';
 const [portA, portB, portC] = [18090, 18091, 18092];
@@ -157,6 +157,16 @@ async function pacedWrites(port: number, prefix: string, perSecond: number, stop
 }
 
 try {
+  if (values.ceiling) {
+    // The ceiling's server C writes to a copy, made while no server holds the database.
+    copyDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-c-'));
+    copy = await database.copy();
+    if (copy === undefined) {
+      cpSync(dataDir, copyDir, { recursive: true, filter: (source) => path.basename(source) !== 'directory.json' });
+      // The copy's pages on disk now, not during a measured phase.
+      execFileSync('sync');
+    }
+  }
   servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: dataDir }, portA));
   servers.push(
     await startSignroom(
@@ -194,8 +204,13 @@ try {
   let ceiling: Awaited<ReturnType<typeof besideWritesTo>> | undefined;
   if (copyDir !== undefined) {
     log(`lookup mix with ${rate} writes/s to a copy of the database (the ceiling)…`);
+    // C has taken no writes yet, where B has taken the single writes' phases: a few seconds first.
+    await pacedWrites(portC, 'w', rate, new Promise((resolve) => setTimeout(resolve, 3000)));
     ceiling = await besideWritesTo(portC, 'c', servers[2]);
-    servers.pop()?.kill('SIGTERM');
+    const c = servers.pop()!;
+    const exited = c.exitCode !== null ? Promise.resolve() : once(c, 'exit');
+    c.kill('SIGTERM');
+    await exited;
   }
   log(`lookup mix with ${rate} writes/s on the other server…`);
   const { load: beside, writes: besideWrites } = await besideWritesTo(portB, 'p', servers[1]);
@@ -235,6 +250,7 @@ try {
       ? []
       : [
           `| ceiling: lookup mix beside ${rate} writes/s to a copy of the database: req/s, p99 (ratio) | ${ceiling.load.rps.toFixed(0)}, ${ms(ceiling.load.p99)} ms (${((100 * ceiling.load.rps) / alone.rps).toFixed(0)}%) | |`,
+          `| ceiling: its writes to C: p50 / p99 (n) | ${ms(ceiling.writes.p50)} / ${ms(ceiling.writes.p99)} ms (${ceiling.writes.n}) | |`,
         ]),
     `| writes beside the lookups: p50 / p99 (n) | ${ms(besideWrites.p50)} / ${ms(besideWrites.p99)} ms (${besideWrites.n}) | |`,
     `| lookup on A right after a write to B: p50 / p99 | ${ms(after.p50)} / ${ms(after.p99)} ms | p99 ≤ 50 ms |`,
@@ -245,17 +261,31 @@ try {
     '',
     ...cpuTable([
       { label: 'lookup mix alone', shares: alone.cpu, answers: alone.rps },
-      ...(ceiling === undefined ? [] : [{ label: `ceiling: writes to C, on a copy`, shares: ceiling.load.cpu, answers: ceiling.load.rps, writes: rate }]),
-      { label: `lookup mix beside ${rate} writes/s`, shares: beside.cpu, answers: beside.rps, writes: rate },
+      ...(ceiling === undefined
+        ? []
+        : [{ label: `ceiling: writes to C, on a copy`, shares: ceiling.load.cpu, answers: ceiling.load.rps, writes: ceiling.writes.n / seconds }]),
+      { label: `lookup mix beside ${rate} writes/s`, shares: beside.cpu, answers: beside.rps, writes: besideWrites.n / seconds },
     ]),
   );
   console.log(lines.join('\n'));
-  if (alone.errors + beside.errors > 0) console.log(`\n(lookup errors: ${alone.errors} alone, ${beside.errors} beside the writes)`);
+  const ceilingErrors = ceiling?.load.errors ?? 0;
+  if (alone.errors + beside.errors + ceilingErrors > 0)
+    console.log(`\n(lookup errors: ${alone.errors} alone, ${ceilingErrors} in the ceiling phase, ${beside.errors} beside the writes)`);
 } finally {
   for (const server of servers) server.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
-  await database.drop();
-  await copy?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
-  if (copyDir !== undefined) rmSync(copyDir, { recursive: true, force: true });
+  // Each step on its own: one failing leaves the others done.
+  const steps: (() => unknown)[] = [
+    () => database.drop(),
+    () => copy?.drop(),
+    () => rmSync(dataDir, { recursive: true, force: true }),
+    () => copyDir !== undefined && rmSync(copyDir, { recursive: true, force: true }),
+  ];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      log(`cleanup: ${String(error)}`);
+    }
+  }
 }

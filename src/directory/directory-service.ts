@@ -83,7 +83,8 @@ export function assertMembershipPrecondition(ifMatch: string | undefined, isMemb
 function ifMatchTags(ifMatch: string | undefined): string[] | '*' | undefined {
   if (ifMatch === undefined) return undefined;
   const tags = ifMatch.split(',').map((tag) => tag.trim());
-  if (tags.includes('*')) return '*';
+  // "*" stands alone (RFC 9110: If-Match = "*" / #entity-tag).
+  if (tags.length === 1 && tags[0] === '*') return '*';
   const malformed = tags.filter((tag) => !/^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/.test(tag));
   if (malformed.length > 0) {
     throw new ProblemError('invalid-parameter', `If-Match must be "*" or a list of quoted entity tags, got ${JSON.stringify(ifMatch)}.`, {

@@ -152,7 +152,7 @@ function validateOrganization(raw: unknown, path: string, problems: Collector): 
     else indexOfRoomId.set(room.id, index);
     // No organization with an invalid id is stored, nor imported: a member the file does not list
     // is unknown (the import checks the members of valid ones against the database too).
-    if (id === undefined && room?.members !== undefined) {
+    if (id === undefined && room?.members !== undefined && sameId === undefined) {
       for (const [k, userId] of room.members.entries()) {
         if (!indexOfUserId.has(userId)) problems.add(`${room.path}.members[${room.memberIndexes[k]}]`, `unknown user id "${userId}" in this organization`);
       }

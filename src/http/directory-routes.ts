@@ -8,6 +8,7 @@ import {
   AuditEventPage,
   AuditEventQuery,
   IfMatchHeaders,
+  MembershipIfMatchHeaders,
   ListQuery,
   MemberPathParams,
   Organization,
@@ -395,7 +396,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         tags: ['directory'],
         summary: add ? 'Add a user to a signing room (idempotent)' : 'Remove a user from a signing room (idempotent)',
         params: MemberPathParams,
-        headers: IfMatchHeaders,
+        headers: MembershipIfMatchHeaders,
         response: {
           204: { type: 'null', description: add ? 'The user is a member' : 'The user is not a member' },
           ...adminProblemResponses(400, 404, 412, 413, 415),

@@ -204,6 +204,13 @@ export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ description: 'The ETag of the version this change is meant for: 412 if the resource changed since' })),
 });
 
+/** A room membership has no representation, so no ETag: only `*` can hold. */
+export const MembershipIfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({ description: 'Only "*" can hold, while the user is a member of the room (a membership has no ETag): 412 otherwise' }),
+  ),
+});
+
 export const ETagHeader: ResponseHeader = { type: 'string', description: 'The version of the resource, for If-Match' };
 export const LocationHeader: ResponseHeader = { type: 'string', description: 'The URL of the created resource' };
 

@@ -216,6 +216,8 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     await refused('PUT', `${API}/acme/rooms/board`, JSON.stringify({ name: 'B' }), 412, 'precondition-failed', [], { 'if-match': '"stale"' });
     await refused('PATCH', `${API}/acme`, JSON.stringify({ name: 'B' }), 412, 'precondition-failed', [], { 'if-match': '"stale"' });
     await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ firstname: 'A' }), 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'not-quoted' });
+    // "*" stands alone: a list holding it is malformed.
+    await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ firstname: 'A' }), 400, 'invalid-parameter', ['If-Match'], { 'if-match': '"x", *' });
   });
 
   it('refuses an If-Match on a room membership unless it is "*" and the user is a member', async () => {

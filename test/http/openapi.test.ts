@@ -56,6 +56,13 @@ describe('OpenAPI document and docs', () => {
     assert.ok(operation(user, 'get').responses['200']!.headers?.['ETag']);
     assert.ok(operation('/admin/api/v3/organizations/{organizationId}/users', 'post').responses['201']!.headers?.['Location']);
     assert.deepEqual(Object.keys(operation(user, 'patch').requestBody!.content).sort(), ['application/json', 'application/merge-patch+json']);
+    const member = '/admin/api/v3/organizations/{organizationId}/rooms/{roomId}/members/{userId}';
+    for (const method of ['put', 'delete']) {
+      assert.ok(statuses(operation(member, method)).includes('412'), method);
+      assert.ok(
+        operation(member, method).parameters?.some((parameter: { name: string; in: string }) => parameter.name === 'if-match' && parameter.in === 'header'),
+      );
+    }
   });
 
   it('describes the lookup with every parameter and response', async () => {

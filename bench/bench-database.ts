@@ -38,8 +38,13 @@ export async function benchDatabase(dialect: 'sqlite' | 'postgres'): Promise<Ben
       drop: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
       copy: async () => {
         const copied = await create(`${database}_copy`, database);
-        // CREATE DATABASE … TEMPLATE writes the whole copy to the WAL: its checkpoint now, not during a measured phase.
-        await admin('CHECKPOINT');
+        try {
+          // CREATE DATABASE … TEMPLATE writes the whole copy to the WAL: its checkpoint now, not during a measured phase.
+          await admin('CHECKPOINT');
+        } catch (error) {
+          await copied.drop();
+          throw error;
+        }
         return copied;
       },
     };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Json } from '../domain/directory-entities.ts';
+import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import { ProblemError } from '../errors.ts';
 import type { Actor } from '../directory/audit.ts';
 import type { DirectoryService, Tagged, UserListRequest } from '../directory/directory-service.ts';
@@ -8,9 +9,11 @@ import {
   AuditEventPage,
   AuditEventQuery,
   IfMatchHeaders,
+  IfNoneMatchHeaders,
   ListQuery,
   MemberPathParams,
   MembershipIfMatchHeaders,
+  NotModified,
   Organization,
   OrganizationCreate,
   OrganizationPage,
@@ -59,6 +62,12 @@ function send<T>(reply: FastifyReply, resource: Tagged<T>, status = 200, locatio
   reply.code(status).header('etag', resource.etag);
   if (location !== undefined) reply.header('location', location);
   return reply.send(resource.body);
+}
+
+/** A read's answer: 304 without a body when If-None-Match names the current version, else 200. */
+function sendRead<T>(request: FastifyRequest, reply: FastifyReply, resource: Tagged<T>): FastifyReply {
+  if (matchesIfNoneMatch(request.headers['if-none-match'], resource.etag)) return reply.code(304).header('etag', resource.etag).send();
+  return send(reply, resource);
 }
 
 function path(...segments: string[]): string {
@@ -125,10 +134,11 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         tags: ['directory'],
         summary: 'An organization',
         params: OrganizationPathParams,
-        response: { 200: withETag(Organization, 'The organization'), ...adminProblemResponses(404) },
+        headers: IfNoneMatchHeaders,
+        response: { 200: withETag(Organization, 'The organization'), 304: NotModified, ...adminProblemResponses(404) },
       },
     },
-    async (request, reply) => send(reply, await directory.organization(request.params.organizationId)),
+    async (request, reply) => sendRead(request, reply, await directory.organization(request.params.organizationId)),
   );
 
   app.patch(
@@ -193,10 +203,11 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         tags: ['directory'],
         summary: 'A user',
         params: UserPathParams,
-        response: { 200: withETag(User, 'The user'), ...adminProblemResponses(404) },
+        headers: IfNoneMatchHeaders,
+        response: { 200: withETag(User, 'The user'), 304: NotModified, ...adminProblemResponses(404) },
       },
     },
-    async (request, reply) => send(reply, await directory.user(request.params.organizationId, request.params.userId)),
+    async (request, reply) => sendRead(request, reply, await directory.user(request.params.organizationId, request.params.userId)),
   );
 
   app.put(
@@ -305,10 +316,11 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         tags: ['directory'],
         summary: 'A signing room',
         params: RoomPathParams,
-        response: { 200: withETag(Room, 'The signing room'), ...adminProblemResponses(404) },
+        headers: IfNoneMatchHeaders,
+        response: { 200: withETag(Room, 'The signing room'), 304: NotModified, ...adminProblemResponses(404) },
       },
     },
-    async (request, reply) => send(reply, await directory.room(request.params.organizationId, request.params.roomId)),
+    async (request, reply) => sendRead(request, reply, await directory.room(request.params.organizationId, request.params.roomId)),
   );
 
   app.put(

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import { effectivePageSize } from '../domain/paging.ts';
 import { decodePayload, type PayloadResult } from '../domain/payload.ts';
 import { JsonBodyError, parseUploadBody, uploadBodyLimit } from '../domain/upload-body.ts';
@@ -218,7 +219,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       const etag = `"${metadata.sha256}"`;
       const raw = binary(reply);
       raw.header('etag', etag).header('cache-control', 'private, no-cache');
-      if (matchesEtag(request.headers['if-none-match'], etag)) return raw.code(304).send();
+      if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return raw.code(304).send();
       if (metadata.name !== null) raw.header('content-disposition', contentDisposition(metadata.name));
       return raw.type(metadata.mediaType).send(bytes);
     },
@@ -279,13 +280,4 @@ export function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
   const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `inline; filename="${ascii}"; filename*=UTF-8''${encoded}`;
-}
-
-/** RFC 9110 If-None-Match: `*` or a list of (possibly weak) entity tags. */
-function matchesEtag(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  return header.split(',').some((candidate) => {
-    const tag = candidate.trim();
-    return tag === '*' || tag === etag || tag === `W/${etag}`;
-  });
 }

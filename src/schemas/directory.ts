@@ -211,7 +211,16 @@ export const MembershipIfMatchHeaders = Type.Object({
   ),
 });
 
+export const IfNoneMatchHeaders = Type.Object({
+  'if-none-match': Type.Optional(
+    Type.String({ description: 'ETags of versions the client holds, or "*": when one is the current version, the answer is 304 without a body' }),
+  ),
+});
+
 export const ETagHeader: ResponseHeader = { type: 'string', description: 'The version of the resource, for If-Match' };
+
+/** The 304 of a read whose If-None-Match named the current version (RFC 9110 section 15.4.5: it repeats the ETag). */
+export const NotModified = { description: 'Not modified: If-None-Match named the current version', type: 'null', headers: { ETag: ETagHeader } } as const;
 export const LocationHeader: ResponseHeader = { type: 'string', description: 'The URL of the created resource' };
 
 /** A 200 or 201 body with its ETag (and Location) headers declared. */

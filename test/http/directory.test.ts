@@ -134,6 +134,29 @@ describe('directory management API', () => {
     assert.equal((await call('GET', `${API}/acme/users/u1`)).json().firstname, 'Anne');
   });
 
+  it('answers a read whose If-None-Match names the current version with 304 and no body', async () => {
+    for (const url of [`${API}/acme`, `${API}/acme/users/u1`, `${API}/acme/rooms/board`]) {
+      const read = await call('GET', url);
+      const etag = String(read.headers['etag']);
+      for (const held of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+        const again = await call('GET', url, undefined, { 'if-none-match': held });
+        assert.equal(again.statusCode, 304, `${url} ${held}`);
+        assert.equal(again.body, '');
+        assert.equal(again.headers['etag'], etag);
+      }
+      const other = await call('GET', url, undefined, { 'if-none-match': '"other"' });
+      assert.equal(other.statusCode, 200);
+      assert.deepEqual(other.json(), read.json());
+    }
+    // Changed since: the version held is not the current one any more.
+    const before = String((await call('GET', `${API}/acme/rooms/board`)).headers['etag']);
+    assert.equal((await call('PATCH', `${API}/acme/rooms/board`, { name: 'Board of directors' })).statusCode, 200);
+    const after = await call('GET', `${API}/acme/rooms/board`, undefined, { 'if-none-match': before });
+    assert.equal(after.statusCode, 200);
+    assert.equal(after.json().name, 'Board of directors');
+    assert.equal((await call('PATCH', `${API}/acme/rooms/board`, { name: 'Board' })).statusCode, 200);
+  });
+
   it('honours If-Match: * on a room membership while the user is a member', async () => {
     assert.equal((await call('PUT', `${API}/acme/rooms/empty/members/u2`)).statusCode, 204);
     const kept = await call('PUT', `${API}/acme/rooms/empty/members/u2`, undefined, { 'if-match': '*' });

@@ -54,6 +54,10 @@ describe('OpenAPI document and docs', () => {
       operation(user, 'patch').parameters?.some((parameter: { name: string; in: string }) => parameter.name === 'if-match' && parameter.in === 'header'),
     );
     assert.ok(operation(user, 'get').responses['200']!.headers?.['ETag']);
+    assert.ok(operation(user, 'get').responses['304']!.headers?.['ETag']);
+    assert.ok(
+      operation(user, 'get').parameters?.some((parameter: { name: string; in: string }) => parameter.name === 'if-none-match' && parameter.in === 'header'),
+    );
     assert.ok(operation('/admin/api/v3/organizations/{organizationId}/users', 'post').responses['201']!.headers?.['Location']);
     assert.deepEqual(Object.keys(operation(user, 'patch').requestBody!.content).sort(), ['application/json', 'application/merge-patch+json']);
     const member = '/admin/api/v3/organizations/{organizationId}/rooms/{roomId}/members/{userId}';

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../db/tables.ts';
+import { ifMatchTags } from '../domain/entity-tags.ts';
 import { instantOf } from '../domain/instants.ts';
 import { Collector, idAt, MAX_NAME_LENGTH, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
 import { searchTerms } from '../domain/fold.ts';
@@ -54,7 +55,7 @@ function tagged<T extends object>(body: T): Tagged<T> {
  * representation; weak tags never match (RFC 9110 section 13.1.1 compares strongly).
  */
 export function assertPrecondition(ifMatch: string | undefined, current: Tagged<object>): void {
-  const tags = ifMatchTags(ifMatch);
+  const tags = validIfMatch(ifMatch);
   if (tags === undefined || tags === '*') return;
   if (!tags.includes(current.etag)) {
     throw new ProblemError('precondition-failed', 'The resource changed since the version named by If-Match; read it again and retry.', {
@@ -69,7 +70,7 @@ export function assertPrecondition(ifMatch: string | undefined, current: Tagged<
  * 13.1.1: `*` is false when the resource has no current representation).
  */
 export function assertMembershipPrecondition(ifMatch: string | undefined, isMember: boolean): void {
-  const tags = ifMatchTags(ifMatch);
+  const tags = validIfMatch(ifMatch);
   if (tags === undefined || (tags === '*' && isMember)) return;
   throw new ProblemError(
     'precondition-failed',
@@ -80,13 +81,9 @@ export function assertMembershipPrecondition(ifMatch: string | undefined, isMemb
 }
 
 /** An If-Match header's entity tags, `*`, or undefined when there is none; 400 when it is neither. */
-function ifMatchTags(ifMatch: string | undefined): string[] | '*' | undefined {
-  if (ifMatch === undefined) return undefined;
-  const tags = ifMatch.split(',').map((tag) => tag.trim());
-  // "*" stands alone (RFC 9110: If-Match = "*" / #entity-tag).
-  if (tags.length === 1 && tags[0] === '*') return '*';
-  const malformed = tags.filter((tag) => !/^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/.test(tag));
-  if (malformed.length > 0) {
+function validIfMatch(ifMatch: string | undefined): string[] | '*' | undefined {
+  const tags = ifMatchTags(ifMatch);
+  if (tags === 'malformed') {
     throw new ProblemError('invalid-parameter', `If-Match must be "*" or a list of quoted entity tags, got ${JSON.stringify(ifMatch)}.`, {
       errors: [{ parameter: 'If-Match', message: 'must be "*" or a list of quoted entity tags' }],
     });

@@ -1,3 +1,17 @@
+/** The conditional request headers of RFC 9110 section 13.1, as pure rules over their text. */
+
+/**
+ * An If-Match header (section 13.1.1, `"*" / #entity-tag`): `*`, its entity tags (weak ones kept,
+ * to be compared strongly and so never to match), undefined when there is none, or `malformed`.
+ */
+export function ifMatchTags(header: string | undefined): '*' | string[] | 'malformed' | undefined {
+  if (header === undefined) return undefined;
+  const tags = header.split(',').map((tag) => tag.trim());
+  // "*" stands alone.
+  if (tags.length === 1 && tags[0] === '*') return '*';
+  return tags.every((tag) => /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/.test(tag)) ? tags : 'malformed';
+}
+
 /**
  * RFC 9110 section 13.1.2, If-None-Match: true when the header is `*` or lists the entity tag,
  * compared weakly (`W/"x"` matches `"x"`): the client holds this version, and a GET answers 304.

@@ -33,6 +33,14 @@ describe('errors, request ids and operability', () => {
     assert.equal(response.json().code, 'method-not-allowed');
   });
 
+  it('answers TRACE with 405 too, echoing nothing of the request', async () => {
+    const response = await t.app.inject({ method: 'TRACE', url: LOOKUP('acme', 'board'), headers: { authorization: auth } });
+    assert.equal(response.statusCode, 405);
+    assert.equal(response.headers['allow'], 'GET, HEAD');
+    assert.equal(response.json().code, 'method-not-allowed');
+    assert.ok(!response.body.includes(auth), 'the credential is not echoed');
+  });
+
   it('answers malformed URLs and overlong path segments with problems', async () => {
     const badEncoding = await t.app.inject({ url: '/admin/api/v3/organizations/%/rooms/board/signatories/lookup' });
     assert.equal(badEncoding.statusCode, 400);

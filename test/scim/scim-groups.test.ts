@@ -196,6 +196,9 @@ describe('SCIM /Groups', () => {
     const options = await t.app.inject({ method: 'OPTIONS', url: `${SCIM}/Groups`, headers: { authorization: `Bearer ${token}` } });
     expectError(options, 405);
     assert.equal(options.headers['allow'], 'GET, HEAD, POST');
+    const trace = await t.app.inject({ method: 'TRACE', url: `${SCIM}/Groups/${id}`, headers: { authorization: `Bearer ${token}` } });
+    expectError(trace, 405);
+    assert.equal(trace.headers['allow'], 'DELETE, GET, HEAD, PATCH, PUT');
     assert.equal((await events()).length, before, 'nothing recorded');
     assert.deepEqual(await membersInLookup(id), ['anna@acme.example'], 'nothing changed');
     // A room that holds documents is not deleted.

@@ -81,7 +81,7 @@ export function installProblemHandlers(app: FastifyInstance): void {
 }
 
 /** The methods a known path answers 405 for when it has no route of them (TRACE too: never echoed, as RFC 9110 9.3.8 allows). */
-export const KNOWN_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
+export const METHODS_ANSWERED_WITH_405 = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
 
 /**
  * Answers 405 with an Allow header for a known path asked with another method.
@@ -101,7 +101,7 @@ export function watchAllowedMethods(app: FastifyInstance, skipPrefixes: readonly
   });
   return async (scope) => {
     for (const [url, methods] of allowed) {
-      const others = KNOWN_METHODS.filter((method) => !methods.has(method));
+      const others = METHODS_ANSWERED_WITH_405.filter((method) => !methods.has(method));
       if (others.length === 0) continue;
       const allow = [...methods].sort().join(', ');
       scope.route({

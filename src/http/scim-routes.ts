@@ -9,7 +9,7 @@ import { ScimError } from '../scim/scim-error.ts';
 import type { ScimGroups } from '../scim/scim-groups.ts';
 import { scimPaging, type ScimUsers } from '../scim/scim-users.ts';
 import { afterPendingReads } from './after-pending-reads.ts';
-import { KNOWN_METHODS } from './problem-handlers.ts';
+import { METHODS_ANSWERED_WITH_405 } from './problem-handlers.ts';
 import { jsonBodyParser } from './json-bodies.ts';
 import { SCIM_JSON, SCIM_PREFIX, sendScimError } from './scim-answers.ts';
 import { logAuthOutcome } from './auth-hook.ts';
@@ -214,7 +214,7 @@ function addMethodsNotAllowed(app: FastifyInstance): void {
   for (const [url, methods] of Object.entries(SCIM_PATHS)) {
     const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].sort().join(', ');
     app.route({
-      method: KNOWN_METHODS.filter((method) => !allow.split(', ').includes(method)),
+      method: METHODS_ANSWERED_WITH_405.filter((method) => !allow.split(', ').includes(method)),
       url,
       schema: { hide: true },
       handler: (request, reply) => {

@@ -57,10 +57,11 @@ export type LookupRequest = LookupQueryFields & Required<Pick<LookupQueryFields,
 /** A signatory as the API returns it. */
 export type Signatory = Static<typeof SignatorySchema>;
 
-/** Lookups (their criteria, whatever the page) whose latest count is kept. */
 const COUNT_CACHE_ENTRIES = 10_000;
-/** Bytes of the latest answers kept, with what they were made of (see #latest). */
-const LATEST_CACHE_BYTES = 64 * 1024 * 1024;
+/** Bytes of page JSON kept for repeated lookups. */
+const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
+/** Bytes of the latest answers kept beside them, to carry across versions. */
+const LATEST_CACHE_BYTES = 32 * 1024 * 1024;
 /** Organization and room pairs whose scope is kept between requests. */
 const SCOPE_CACHE_ENTRIES = 10_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
@@ -82,18 +83,17 @@ const INDEX_CATCH_UP_MS = 300;
 export class SignatoryLookup {
   readonly #db: Kysely<Database>;
   readonly #maxPageSize: number;
-  /** The latest count of each lookup's criteria, with its version (one entry each, replaced as versions pass). */
-  readonly #counts = new LruCache<string, { version: number; total: number }>(COUNT_CACHE_ENTRIES);
+  readonly #counts = new LruCache<string, number>(COUNT_CACHE_ENTRIES);
   /**
-   * The latest answer of each lookup, whatever its version, as UTF-8 JSON bytes (a page with one
-   * non-Latin-1 name would be encoded again on every send as a string): it answers every lookup
-   * that read its version or an older one (an answer newer than asked is what a lookup started
-   * after the commits it shows must see anyway), and is carried to a later version when no change
-   * since can touch it (SearchIndexes.unchangedFor), so steady writes to an organization do not
-   * make every lookup of it be computed again. One entry per lookup, replaced as versions pass:
-   * answers kept under each version (a cache of their own, 64 MiB) held seconds of answers no
-   * lookup could ask for again under steady writes, 25–50 MiB of the server's memory
-   * (docs/architecture.md, "Caches never invalidated").
+   * Whole answers, as UTF-8 JSON bytes: a page's JSON depends only on its cache key (the total is
+   * the count under the same version). Bytes, not a string: a page with one non-Latin-1 name is a
+   * two-byte string that would be encoded again on every send.
+   */
+  readonly #pages = new LruCache<string, Buffer>(PAGE_CACHE_BYTES, (json) => json.byteLength);
+  /**
+   * The latest answer of each lookup, whatever its version: carried to a later version when no
+   * change since can touch it (SearchIndexes.unchangedFor), so steady writes to an organization
+   * do not make every lookup of it be computed again.
    */
   // Rows as objects take several times their JSON; the content's JSON, two bytes a character at most.
   readonly #latest = new LruCache<string, LatestAnswer>(
@@ -132,7 +132,7 @@ export class SignatoryLookup {
     // current directory version; what is cached under a version is consistent.
     const scope = await this.#scope(this.#db, orgId, roomId, { cachedAsOf: asOf });
     const scopeKeys = lookupKeys(scope, request, pageRequest, sort);
-    const cached = this.#cached(scopeKeys);
+    const cached = this.#pages.get(scopeKeys.page);
     if (cached !== undefined) return cached;
     // The same lookup under way at this version: its answer (of this version or a newer one) will do.
     return this.#computing.run(scopeKeys.page, undefined, () => this.#compute(scopeKeys, request, pageRequest, sort));
@@ -162,7 +162,7 @@ export class SignatoryLookup {
       if (!scopeReadAgain && this.#indexes?.heldAhead(orgId, keys.directoryVersion) === true) {
         scopeReadAgain = true;
         keys = lookupKeys(await this.#scope(this.#db, orgId, keys.criteria.roomId), request, pageRequest, sort);
-        const cached = this.#cached(keys);
+        const cached = this.#pages.get(keys.page);
         if (cached !== undefined) return cached;
         continue;
       }
@@ -193,7 +193,7 @@ export class SignatoryLookup {
       .setAccessMode('read only')
       .execute(async (trx) => {
         const keys = lookupKeys(await this.#scope(trx, orgId, roomId), request, pageRequest, sort);
-        const cachedInSnapshot = this.#cached(keys) ?? this.#carried(keys);
+        const cachedInSnapshot = this.#pages.get(keys.page) ?? this.#carried(keys);
         if (cachedInSnapshot !== undefined) return cachedInSnapshot;
         const newer = keys.directoryVersion > waited.directoryVersion;
         if (mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true) return keys;
@@ -232,7 +232,7 @@ export class SignatoryLookup {
     const rows =
       page.seqs.length === 0 ? [] : (latest?.rows ?? (await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion)));
     if (rows === undefined) return undefined;
-    this.#keepCount(keys, page.total);
+    this.#counts.set(cacheKey([keys.directoryVersion, criteria]), page.total);
     return this.#kept(keys, pageRequest, page.total, rows, { seqs: page.seqs, contentJson: latest?.contentJson });
   }
 
@@ -264,6 +264,7 @@ export class SignatoryLookup {
   ): Buffer {
     const contentJson = fromIndex?.contentJson ?? JSON.stringify(rows.map(toSignatory));
     const json = Buffer.from(pageJson(contentJson, rows.length, pageRequest, total));
+    this.#pages.set(keys.page, json);
     const latest = this.#latest.get(keys.query);
     if (latest === undefined || latest.version < keys.directoryVersion)
       this.#latest.set(keys.query, {
@@ -274,12 +275,6 @@ export class SignatoryLookup {
     return json;
   }
 
-  /** The latest answer of this lookup, if of its version or a newer one. */
-  #cached(keys: LookupKeys): Buffer | undefined {
-    const latest = this.#latest.get(keys.query);
-    return latest !== undefined && latest.version >= keys.directoryVersion ? latest.json : undefined;
-  }
-
   /** The latest answer of this lookup, if no change since its version can touch it (kept under the current version from then on). */
   #carried(keys: LookupKeys): Buffer | undefined {
     const latest = this.#latest.get(keys.query);
@@ -287,6 +282,7 @@ export class SignatoryLookup {
     const { criteria } = keys;
     const query = { roomId: criteria.roomId, terms: criteria.terms, includeExternal: criteria.includeExternal, filter: criteria.filter };
     if (!this.#indexes.unchangedFor(criteria.orgId, latest.version, keys.directoryVersion, query)) return undefined;
+    this.#pages.set(keys.page, latest.json);
     this.#latest.set(keys.query, { ...latest, version: keys.directoryVersion });
     return latest.json;
   }
@@ -330,36 +326,29 @@ export class SignatoryLookup {
     size: number,
     offset: number,
   ): Promise<{ total: number; rows: SignatoryRow[] }> {
+    const countKey = cacheKey([keys.directoryVersion, keys.criteria]);
     const fromIndex = keys.criteria.terms.length > 0 ? this.#searchIndex(keys, sort, size, offset) : undefined;
     if (fromIndex !== undefined) {
-      this.#keepCount(keys, fromIndex.total);
+      this.#counts.set(countKey, fromIndex.total);
       return { total: fromIndex.total, rows: fromIndex.seqs.length === 0 ? [] : await findUsersBySeq(db, keys.criteria, fromIndex.seqs) };
     }
-    const counted = this.#counts.get(countKey(keys));
-    let total = counted?.version === keys.directoryVersion ? counted.total : undefined;
+    let total = this.#counts.get(countKey);
     if (total === undefined && keys.criteria.terms.length > 0) {
       const few = await withParallelScans(db, () => findFewMatches(db, keys.criteria, sort, size, offset, SORT_MATCHES_UP_TO));
       if (few !== undefined) {
-        this.#keepCount(keys, few.total);
+        this.#counts.set(countKey, few.total);
         return few;
       }
     }
     if (total === undefined) {
       const criteria = keys.criteria;
       total = criteria.terms.length > 0 ? await withParallelScans(db, () => countSignatories(db, criteria)) : countWithoutTerms(keys);
-      this.#keepCount(keys, total);
+      this.#counts.set(countKey, total);
     }
     if (offset >= total) return { total, rows: [] };
     const seqs = keys.criteria.terms.length === 0 ? this.#pageFromIndex(keys, sort, size, offset) : undefined;
     if (seqs !== undefined) return { total, rows: await findUsersBySeq(db, keys.criteria, seqs) };
     return { total, rows: await findSignatories(db, keys.criteria, sort, size, offset, this.#plan(keys.criteria, total)) };
-  }
-
-  /** Keeps the lookup's count under its version, unless a newer one is kept. */
-  #keepCount(keys: LookupKeys, total: number): void {
-    const key = countKey(keys);
-    const kept = this.#counts.get(key);
-    if (kept === undefined || kept.version <= keys.directoryVersion) this.#counts.set(key, { version: keys.directoryVersion, total });
   }
 
   /**
@@ -420,15 +409,14 @@ function countWithoutTerms({ criteria, tallies }: LookupKeys): number {
   return countFromTallies(tallies.organization, tallies.members, criteria.includeExternal, criteria.filter);
 }
 
-/** The criteria of a lookup and its keys, under the directory version they were read with (the count's key is made only when a count is). */
+/** The criteria of a lookup and its answer's cache key, under the directory version they were read with (the count's key is made only on a miss). */
 interface LookupKeys {
   criteria: CandidateCriteria;
   directoryVersion: number;
   /** The organization's users and the room's members by kind at that version: a lookup without terms is counted from them. */
   tallies: LookupScope['tallies'];
-  /** The lookup at this version: answers computed at once share one computation. */
   page: string;
-  /** The same lookup at any version: its latest answer's key. */
+  /** The same lookup at any version. */
   query: string;
 }
 
@@ -451,11 +439,6 @@ function lookupKeys(
   };
   const query = cacheKey([criteria, sort, pageRequest]);
   return { criteria, directoryVersion: scope.directoryVersion, tallies: scope.tallies, page: `${scope.directoryVersion}:${query}`, query };
-}
-
-/** The key of a lookup's count: its criteria, whatever the page and order. */
-function countKey({ criteria }: LookupKeys): string {
-  return cacheKey([criteria]);
 }
 
 /**

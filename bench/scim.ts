@@ -1,7 +1,7 @@
 /**
  * SCIM benchmark at a million users (issue: SCIM provisioning), both databases:
  *
- *   npm run bench:scim -- [--users 1000000] [--sync 100000] [--sync-rate 500] [--dialect sqlite|postgres]
+ *   npm run bench:scim -- [--users 1000000] [--sync 100000] [--sync-rate 500] [--dialect sqlite|postgres] [--no-ceiling]
  *
  * Imports the sample organization of bench/lookup.ts (its "large" room has 100,000 members) and
  * a token, starts two servers on the one database, and reports, in one run:
@@ -9,15 +9,20 @@
  * - the room of 100,000 members as a group with `excludedAttributes=members` (goal ≤ 10 ms);
  * - an initial sync: `--sync` users created by `POST /Users` on B, eight connections (goal ≥ 500
  *   users/s), while the page-20 lookup mix runs on A: its p99 (goal ≤ 25 ms), and alone before;
- *   then `--sync-rate` users/s more (default 500, the goal's rate) for `--seconds`, the mix beside.
+ *   then `--sync-rate` users/s more (default 500, the goal's rate) for `--seconds`, the mix beside;
+ * - the ceiling, before those two: the same syncs (for `--seconds` each) sent to a server C on a
+ *   copy of the database, which A never sees, the mix on A beside them: what the sync's own work
+ *   on the shared cores (C, the database, the sync's client) leaves the lookups when A has no
+ *   change to take in at all (as in bench/writes.ts); skipped with --no-ceiling.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { benchDatabase } from './bench-database.ts';
+import { benchDatabase, type BenchDatabase } from './bench-database.ts';
 import { startSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 import { send } from './http-client.ts';
@@ -30,7 +35,9 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     dialect: { type: 'string', default: 'sqlite' },
     'sync-rate': { type: 'string', default: '500' },
+    ceiling: { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 if (values.dialect !== 'sqlite' && values.dialect !== 'postgres') throw new Error('--dialect is sqlite or postgres');
 const users = Number(values.users);
@@ -65,7 +72,9 @@ const token = (await run(signroom, ['token', 'create', 'bench', '--name', 'bench
 const BEARER = `Bearer ${token}`;
 
 const SCIM = '/scim/v2/organizations/bench';
-const [portA, portB] = [18095, 18096];
+const [portA, portB, portC] = [18095, 18096, 18097];
+let copyDir: string | undefined;
+let copy: BenchDatabase | undefined;
 const servers: ChildProcess[] = [];
 
 async function timed(port: number, method: string, route: string, body: unknown, expected: number): Promise<{ ms: number; json: Record<string, unknown> }> {
@@ -88,6 +97,16 @@ async function lookupLoad(forSeconds: number): Promise<LoadResult> {
 }
 
 try {
+  if (values.ceiling) {
+    // The ceiling's server C syncs into a copy (with the token), made while no server holds the database.
+    copyDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-scim-c-'));
+    copy = await database.copy();
+    if (copy === undefined) {
+      cpSync(dataDir, copyDir, { recursive: true, filter: (source) => path.basename(source) !== 'directory.json' });
+      // The copy's pages on disk now, not during a measured phase.
+      execFileSync('sync');
+    }
+  }
   servers.push(await startSignroom(signroom, env, portA));
   servers.push(
     await startSignroom(
@@ -96,7 +115,8 @@ try {
       portB,
     ),
   );
-  for (const port of [portA, portB]) {
+  if (copyDir !== undefined) servers.push(await startSignroom(signroom, { ...env, ...copy?.env, SIGNROOM_DATA_DIR: copyDir }, portC));
+  for (const port of copyDir === undefined ? [portA, portB] : [portA, portB, portC]) {
     await fetch(`http://127.0.0.1:${port}${base}/small/signatories/lookup?size=1&searchQuery=sch`, { headers: { authorization: BENCH_BASIC } });
     for (;;) {
       const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { searchIndexes?: { loading: number } };
@@ -138,17 +158,25 @@ try {
   await lookupLoad(3);
   const alone = await lookupLoad(seconds);
   /**
-   * Creates users `from` to `to` (exclusive) through `POST /Users` on B over eight connections,
-   * each as soon as the one before it on its connection has answered, or no sooner than
-   * `perSecond` allows in all when given; their latencies and the users per second.
+   * Creates users `from` to `to` (exclusive) through `POST /Users` on the server at `port` (B
+   * unless given) over eight connections, each as soon as the one before it on its connection has
+   * answered, or no sooner than `perSecond` allows in all when given, and none once `until` has
+   * resolved; their latencies and the users per second.
    */
-  async function syncUsers(from: number, to: number, perSecond?: number): Promise<{ created: number[]; perSecond: number }> {
+  async function syncUsers(
+    from: number,
+    to: number,
+    perSecond?: number,
+    { port = portB, until }: { port?: number; until?: Promise<unknown> } = {},
+  ): Promise<{ created: number[]; perSecond: number }> {
     const created: number[] = [];
     let next = from;
+    let stopped = false;
+    void until?.then(() => (stopped = true));
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 8 }, async () => {
-        for (let k = next++; k < to; k = next++) {
+        for (let k = next++; k < to && !stopped; k = next++) {
           const due = perSecond === undefined ? 0 : started + ((k - from) * 1000) / perSecond - performance.now();
           if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
           const userName = `sync${process.pid}.${k}@bench.example`;
@@ -160,11 +188,33 @@ try {
             emails: [{ primary: true, type: 'work', value: userName }],
             active: true,
           };
-          created.push((await timed(portB, 'POST', `${SCIM}/Users`, body, 201)).ms);
+          created.push((await timed(port, 'POST', `${SCIM}/Users`, body, 201)).ms);
         }
       }),
     );
     return { created, perSecond: created.length / ((performance.now() - started) / 1000) };
+  }
+
+  /** The mix on A for `seconds` while users are synced to C as `perSecond` allows (as fast as answered: undefined). */
+  const besideSyncToCopy = async (from: number, perSecond?: number) => {
+    const lookups = lookupLoad(seconds);
+    const synced = await syncUsers(from, Number.MAX_SAFE_INTEGER, perSecond, { port: portC, until: lookups });
+    return { load: await lookups, synced };
+  };
+  let ceiling: { fast: Awaited<ReturnType<typeof besideSyncToCopy>>; paced: Awaited<ReturnType<typeof besideSyncToCopy>> } | undefined;
+  if (copyDir !== undefined) {
+    log('the ceiling: the lookup mix beside syncs to a copy of the database…');
+    // C has taken no writes yet, where B has taken the filters' PATCHes: a few seconds first.
+    await syncUsers(0, Number.MAX_SAFE_INTEGER, syncRate, { port: portC, until: new Promise((resolve) => setTimeout(resolve, 3000)) });
+    const fast = await besideSyncToCopy(1_000_000);
+    const paced = await besideSyncToCopy(2_000_000, syncRate);
+    ceiling = { fast, paced };
+    const c = servers.pop()!;
+    const exited = c.exitCode !== null ? Promise.resolve() : once(c, 'exit');
+    c.kill('SIGTERM');
+    await exited;
+    await copy?.drop();
+    copy = undefined;
   }
 
   log(`initial sync of ${sync} users (8 connections) beside the lookup mix…`);
@@ -191,11 +241,29 @@ try {
       `| lookup mix alone: req/s, p99 | ${alone.rps.toFixed(0)}, ${ms(alone.p99)} ms | |`,
       `| lookup mix during the sync (its first ${Math.max(seconds, 5)} s): req/s, p99 | ${beside.rps.toFixed(0)}, ${ms(beside.p99)} ms | p99 ≤ 25 ms |`,
       `| lookup mix during a sync of ${syncRate} users/s (reached: ${paced.perSecond.toFixed(0)}): req/s, p99 | ${besidePaced.rps.toFixed(0)}, ${ms(besidePaced.p99)} ms | p99 ≤ 25 ms |`,
+      ...(ceiling === undefined
+        ? []
+        : [
+            `| ceiling: lookup mix beside a sync to a copy, as fast as answered (${ceiling.fast.synced.perSecond.toFixed(0)} users/s): req/s, p99 | ${ceiling.fast.load.rps.toFixed(0)}, ${ms(ceiling.fast.load.p99)} ms | |`,
+            `| ceiling: lookup mix beside a sync to a copy of ${syncRate} users/s (reached: ${ceiling.paced.synced.perSecond.toFixed(0)}): req/s, p99 | ${ceiling.paced.load.rps.toFixed(0)}, ${ms(ceiling.paced.load.p99)} ms | |`,
+          ]),
     ].join('\n'),
   );
 } finally {
   for (const server of servers) server.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
-  await database.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  // Each step on its own: one failing leaves the others done.
+  const steps: (() => unknown)[] = [
+    () => database.drop(),
+    () => copy?.drop(),
+    () => rmSync(dataDir, { recursive: true, force: true }),
+    () => copyDir !== undefined && rmSync(copyDir, { recursive: true, force: true }),
+  ];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      log(`cleanup: ${String(error)}`);
+    }
+  }
 }

@@ -3,6 +3,10 @@
  * directory, or a fresh PostgreSQL database on the server that
  * SIGNROOM_BENCH_POSTGRES_URL names (default: the local one), dropped afterwards.
  */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 
 export interface BenchDatabase {
@@ -50,4 +54,35 @@ export async function benchDatabase(dialect: 'sqlite' | 'postgres'): Promise<Ben
     };
   };
   return create(name);
+}
+
+/**
+ * What a ceiling phase's server C writes to, made while no server holds `database`: a data
+ * directory of its own and, on PostgreSQL, a copy of the database (on SQLite the data directory's
+ * files are copied instead, but for the generated directory file, and are on disk before any
+ * phase is measured).
+ */
+export async function ceilingCopy(database: BenchDatabase, dataDir: string): Promise<{ dir: string; database: BenchDatabase | undefined }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-c-'));
+  const copy = await database.copy();
+  if (copy === undefined) {
+    cpSync(dataDir, dir, { recursive: true, filter: (source) => path.basename(source) !== 'directory.json' });
+    execFileSync('sync');
+  }
+  return { dir, database: copy };
+}
+
+/** Drops the databases and removes the folders given, each step on its own: one failing (logged) leaves the others done. */
+export async function cleanUp(databases: (BenchDatabase | undefined)[], dirs: (string | undefined)[], log: (message: string) => void): Promise<void> {
+  const steps = [
+    ...databases.map((database) => () => database?.drop()),
+    ...dirs.map((dir) => () => dir !== undefined && rmSync(dir, { recursive: true, force: true })),
+  ];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      log(`cleanup: ${String(error)}`);
+    }
+  }
 }

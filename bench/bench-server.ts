@@ -1,5 +1,6 @@
 /** Starting the server a benchmark measures. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 
@@ -30,4 +31,11 @@ export async function startSignroom(signroom: string, env: NodeJS.ProcessEnv, po
   }
   child.kill('SIGTERM');
   throw new Error('the server did not come up');
+}
+
+/** Stops a server started by startSignroom and waits for it to exit. */
+export async function stopSignroom(server: ChildProcess): Promise<void> {
+  const exited = server.exitCode !== null ? Promise.resolve() : once(server, 'exit');
+  server.kill('SIGTERM');
+  await exited;
 }

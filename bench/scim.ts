@@ -15,15 +15,14 @@
  *   on the shared cores (C, the database, the sync's client) leaves the lookups when A has no
  *   change to take in at all (as in bench/writes.ts); skipped with --no-ceiling.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { benchDatabase, type BenchDatabase } from './bench-database.ts';
-import { startSignroom } from './bench-server.ts';
+import { benchDatabase, ceilingCopy, cleanUp, type BenchDatabase } from './bench-database.ts';
+import { startSignroom, stopSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 import { send } from './http-client.ts';
 import { wrkLoad, type LoadResult } from './wrk.ts';
@@ -74,6 +73,8 @@ const BEARER = `Bearer ${token}`;
 const SCIM = '/scim/v2/organizations/bench';
 const [portA, portB, portC] = [18095, 18096, 18097];
 let copyDir: string | undefined;
+/** B's data directory: on PostgreSQL one of its own (its blobs and index copies). */
+const dirB = values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-'));
 let copy: BenchDatabase | undefined;
 const servers: ChildProcess[] = [];
 
@@ -99,22 +100,10 @@ async function lookupLoad(forSeconds: number): Promise<LoadResult> {
 try {
   if (values.ceiling) {
     // The ceiling's server C syncs into a copy (with the token), made while no server holds the database.
-    copyDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-scim-c-'));
-    copy = await database.copy();
-    if (copy === undefined) {
-      cpSync(dataDir, copyDir, { recursive: true, filter: (source) => path.basename(source) !== 'directory.json' });
-      // The copy's pages on disk now, not during a measured phase.
-      execFileSync('sync');
-    }
+    ({ dir: copyDir, database: copy } = await ceilingCopy(database, dataDir));
   }
   servers.push(await startSignroom(signroom, env, portA));
-  servers.push(
-    await startSignroom(
-      signroom,
-      { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) },
-      portB,
-    ),
-  );
+  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: dirB }, portB));
   if (copyDir !== undefined) servers.push(await startSignroom(signroom, { ...env, ...copy?.env, SIGNROOM_DATA_DIR: copyDir }, portC));
   for (const port of copyDir === undefined ? [portA, portB] : [portA, portB, portC]) {
     await fetch(`http://127.0.0.1:${port}${base}/small/signatories/lookup?size=1&searchQuery=sch`, { headers: { authorization: BENCH_BASIC } });
@@ -209,10 +198,7 @@ try {
     const fast = await besideSyncToCopy(1_000_000);
     const paced = await besideSyncToCopy(2_000_000, syncRate);
     ceiling = { fast, paced };
-    const c = servers.pop()!;
-    const exited = c.exitCode !== null ? Promise.resolve() : once(c, 'exit');
-    c.kill('SIGTERM');
-    await exited;
+    await stopSignroom(servers.pop()!);
     await copy?.drop();
     copy = undefined;
   }
@@ -252,18 +238,5 @@ try {
 } finally {
   for (const server of servers) server.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
-  // Each step on its own: one failing leaves the others done.
-  const steps: (() => unknown)[] = [
-    () => database.drop(),
-    () => copy?.drop(),
-    () => rmSync(dataDir, { recursive: true, force: true }),
-    () => copyDir !== undefined && rmSync(copyDir, { recursive: true, force: true }),
-  ];
-  for (const step of steps) {
-    try {
-      await step();
-    } catch (error) {
-      log(`cleanup: ${String(error)}`);
-    }
-  }
+  await cleanUp([database, copy], [dataDir, dirB, copyDir], log);
 }

@@ -18,15 +18,14 @@
  * - a lookup on A started as soon as a write to B has answered, finding what it wrote (read your
  *   writes across processes): its latency.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { benchDatabase, type BenchDatabase } from './bench-database.ts';
-import { startSignroom } from './bench-server.ts';
+import { benchDatabase, ceilingCopy, cleanUp, type BenchDatabase } from './bench-database.ts';
+import { startSignroom, stopSignroom } from './bench-server.ts';
 import { BENCH_BASIC, latencySummary, lookupMix, writeBenchDirectory } from './bench-directory.ts';
 import { send } from './http-client.ts';
 import { cpuPhase, cpuTable, type CpuShares } from './process-cpu.ts';
@@ -72,6 +71,8 @@ await run(signroom, ['import', file]);
 const importSeconds = (performance.now() - started) / 1000;
 log(`imported in ${importSeconds.toFixed(1)} s`);
 let copyDir: string | undefined;
+/** B's data directory: on PostgreSQL one of its own (its blobs and index copies). */
+const dirB = values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-'));
 let copy: BenchDatabase | undefined;
 
 const API = '/admin/api/v3/organizations/bench';
@@ -159,22 +160,10 @@ async function pacedWrites(port: number, prefix: string, perSecond: number, stop
 try {
   if (values.ceiling) {
     // The ceiling's server C writes to a copy, made while no server holds the database.
-    copyDir = mkdtempSync(path.join(tmpdir(), 'signroom-bench-c-'));
-    copy = await database.copy();
-    if (copy === undefined) {
-      cpSync(dataDir, copyDir, { recursive: true, filter: (source) => path.basename(source) !== 'directory.json' });
-      // The copy's pages on disk now, not during a measured phase.
-      execFileSync('sync');
-    }
+    ({ dir: copyDir, database: copy } = await ceilingCopy(database, dataDir));
   }
   servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: dataDir }, portA));
-  servers.push(
-    await startSignroom(
-      signroom,
-      { ...env, SIGNROOM_DATA_DIR: values.dialect === 'sqlite' ? dataDir : mkdtempSync(path.join(tmpdir(), 'signroom-bench-b-')) },
-      portB,
-    ),
-  );
+  servers.push(await startSignroom(signroom, { ...env, SIGNROOM_DATA_DIR: dirB }, portB));
   if (copyDir !== undefined) servers.push(await startSignroom(signroom, { ...env, ...copy?.env, SIGNROOM_DATA_DIR: copyDir }, portC));
   // The password hash and each server's index, before anything is measured.
   for (const port of copyDir === undefined ? [portA, portB] : [portA, portB, portC]) {
@@ -207,10 +196,7 @@ try {
     // C has taken no writes yet, where B has taken the single writes' phases: a few seconds first.
     await pacedWrites(portC, 'w', rate, new Promise((resolve) => setTimeout(resolve, 3000)));
     ceiling = await besideWritesTo(portC, 'c', servers[2]);
-    const c = servers.pop()!;
-    const exited = c.exitCode !== null ? Promise.resolve() : once(c, 'exit');
-    c.kill('SIGTERM');
-    await exited;
+    await stopSignroom(servers.pop()!);
   }
   log(`lookup mix with ${rate} writes/s on the other server…`);
   const { load: beside, writes: besideWrites } = await besideWritesTo(portB, 'p', servers[1]);
@@ -274,18 +260,5 @@ try {
 } finally {
   for (const server of servers) server.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 500));
-  // Each step on its own: one failing leaves the others done.
-  const steps: (() => unknown)[] = [
-    () => database.drop(),
-    () => copy?.drop(),
-    () => rmSync(dataDir, { recursive: true, force: true }),
-    () => copyDir !== undefined && rmSync(copyDir, { recursive: true, force: true }),
-  ];
-  for (const step of steps) {
-    try {
-      await step();
-    } catch (error) {
-      log(`cleanup: ${String(error)}`);
-    }
-  }
+  await cleanUp([database, copy], [dataDir, dirB, copyDir], log);
 }

@@ -35,7 +35,8 @@ export async function startSignroom(signroom: string, env: NodeJS.ProcessEnv, po
 
 /** Stops a server started by startSignroom and waits for it to exit. */
 export async function stopSignroom(server: ChildProcess): Promise<void> {
-  const exited = server.exitCode !== null ? Promise.resolve() : once(server, 'exit');
+  // Already exited (with a code, or by a signal): no 'exit' event is coming.
+  const exited = server.exitCode !== null || server.signalCode !== null ? Promise.resolve() : once(server, 'exit');
   server.kill('SIGTERM');
   await exited;
 }

@@ -4,7 +4,8 @@
  *   npm run bench:scim -- [--users 1000000] [--sync 100000] [--sync-rate 500] [--dialect sqlite|postgres] [--no-ceiling]
  *
  * Imports the sample organization of bench/lookup.ts (its "large" room has 100,000 members) and
- * a token, starts two servers on the one database, and reports, in one run:
+ * a token, starts two servers on the one database (A takes lookups, B the syncs; a third, C, on a
+ * copy for the ceiling), and reports, in one run:
  * - `filter=userName eq "…"` and `externalId eq "…"` on A, one at a time: latency (goal p99 ≤ 10 ms);
  * - the room of 100,000 members as a group with `excludedAttributes=members` (goal ≤ 10 ms);
  * - an initial sync: `--sync` users created by `POST /Users` on B, eight connections (goal ≥ 500
@@ -161,7 +162,9 @@ try {
     const created: number[] = [];
     let next = from;
     let stopped = false;
-    void until?.then(() => (stopped = true));
+    const stop = () => void (stopped = true);
+    // A failed lookup load stops the sync too; its error is the caller's to see.
+    until?.then(stop, stop);
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 8 }, async () => {

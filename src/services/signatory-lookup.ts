@@ -171,11 +171,10 @@ export class SignatoryLookup {
         // Under steady writes the snapshot below most often only finds a newer version that the
         // index is about to reach, and the lookup waits for it again: a plain read of the scope
         // finds that in one round trip, where the snapshot's transaction takes three on PostgreSQL.
-        const newer = lookupKeys(await this.#scope(this.#db, orgId, keys.criteria.roomId), request, pageRequest, sort);
-        const kept = this.#pages.get(newer.page) ?? this.#carried(newer);
-        if (kept !== undefined) return kept;
-        if (newer.directoryVersion > keys.directoryVersion && this.#indexes?.heldBehind(orgId, newer.directoryVersion) === true) {
-          keys = newer;
+        const read = await this.#readAgain(this.#db, keys, request, pageRequest, sort, true);
+        if (Buffer.isBuffer(read)) return read;
+        if ('waitFor' in read) {
+          keys = read.waitFor;
           continue;
         }
       }
@@ -199,20 +198,40 @@ export class SignatoryLookup {
     sort: { by: SortField; direction: SortDirection },
     mayWait: boolean,
   ): Promise<Buffer | LookupKeys> {
-    const { orgId, roomId } = waited.criteria;
     return this.#db
       .transaction()
       .setIsolationLevel('repeatable read')
       .setAccessMode('read only')
       .execute(async (trx) => {
-        const keys = lookupKeys(await this.#scope(trx, orgId, roomId), request, pageRequest, sort);
-        const cachedInSnapshot = this.#pages.get(keys.page) ?? this.#carried(keys);
-        if (cachedInSnapshot !== undefined) return cachedInSnapshot;
-        const newer = keys.directoryVersion > waited.directoryVersion;
-        if (mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true) return keys;
+        const read = await this.#readAgain(trx, waited, request, pageRequest, sort, mayWait);
+        if (Buffer.isBuffer(read)) return read;
+        if ('waitFor' in read) return read.waitFor;
+        const { keys } = read;
         const { total, rows } = await this.#totalAndPage(trx, keys, sort, pageRequest.size, pageOffset(pageRequest));
         return this.#kept(keys, pageRequest, total, rows);
       });
+  }
+
+  /**
+   * The lookup's scope read again, in `db` (a snapshot's transaction, or none), and what it
+   * settles: the answer kept or carried at its version; or, when `mayWait`, its keys to wait for
+   * if they are of a version newer than `waited` that the held index is still behind; else its keys.
+   */
+  async #readAgain(
+    db: Kysely<Database>,
+    waited: LookupKeys,
+    request: LookupRequest,
+    pageRequest: { page: number; size: number },
+    sort: { by: SortField; direction: SortDirection },
+    mayWait: boolean,
+  ): Promise<Buffer | { waitFor: LookupKeys } | { keys: LookupKeys }> {
+    const { orgId, roomId } = waited.criteria;
+    const keys = lookupKeys(await this.#scope(db, orgId, roomId), request, pageRequest, sort);
+    const kept = this.#pages.get(keys.page) ?? this.#carried(keys);
+    if (kept !== undefined) return kept;
+    const newer = keys.directoryVersion > waited.directoryVersion;
+    if (mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true) return { waitFor: keys };
+    return { keys };
   }
 
   /**

@@ -3,6 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { LOOKUP, basic, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { ChangeSource } from '../../src/lib/change-scoped-cache.ts';
+import { SignatoryLookup } from '../../src/services/signatory-lookup.ts';
+import type { SortField } from '../../src/domain/signatory-rules.ts';
 
 /*
  * Property test: the whole lookup response equals an independent model of
@@ -532,6 +535,40 @@ for (const mode of MODES)
         await answersLikeTheModel(query);
       }
     });
+
+    if (mode.indexed)
+      it('answers like the model when the index has taken in writes after the version the scope was read at', async () => {
+        // A lookup service whose scopes stay as first read (its change source never moves): after
+        // each write its lookups are of an older version than the index, which takes the write in,
+        // as a lookup's are when commits land between its scope read and its answer. It must not
+        // answer from the index at its own version then, nor mix the two versions.
+        const still: ChangeSource = { token: () => 1, catchUp: () => undefined, about: () => still };
+        const lookup = new SignatoryLookup(t.app.database.db, MAX_PAGE_SIZE, { changes: still, indexes: t.app.searchIndexes });
+        const ask = async (query: Query & { sortBy: SortField }) => {
+          const { searchQuery, sortBy } = query;
+          const request = { page: 0, size: MAX_PAGE_SIZE, sortBy, sortDirection: 'ASC' as const, ...(searchQuery !== undefined ? { searchQuery } : {}) };
+          return JSON.parse((await lookup.lookup(org.id, query.room, request)).toString()) as unknown;
+        };
+        const version = async () =>
+          Number((await t.sql<{ v: number | string }>(sql`SELECT directory_version AS v FROM organizations WHERE id = ${org.id}`))[0]!.v);
+        // The scope is read (and kept) once: every lookup below is of the version before the writes.
+        // (By a lookup asked only here: its answer is kept under that version, which never moves.)
+        await ask({ room: 'room', searchQuery: 'scope', sortBy: 'lastname' });
+        for (const [serial, sortBy] of (['firstname', 'email', 'lastname'] as const).entries()) {
+          // "e" is in every imported user's email (@Example.test), and nowhere in these.
+          await apply({
+            kind: 'create',
+            user: { id: `ahead-${serial}`, firstname: 'Zq', lastname: 'Aaq', email: `zq${serial}@zq.io`, external: false, status: 'active' },
+          });
+          assert.ok(await t.app.searchIndexes.catchUp(org.id, await version(), 5000), 'the index took the write in');
+          // Untouched by the new users (the answer at the older version is the answer now), and touched.
+          const untouched = { room: 'room', searchQuery: 'e', sortBy };
+          assert.deepEqual(await ask(untouched), model(org, untouched, MAX_PAGE_SIZE), `with "e", after ${serial + 1} writes`);
+          // No terms: each new user is a candidate.
+          const touched = { room: 'room', sortBy };
+          assert.deepEqual(await ask(touched), model(org, touched, MAX_PAGE_SIZE), `without terms, after ${serial + 1} writes`);
+        }
+      });
 
     it('answers every lookup started after a write as the model of the directory after it', async () => {
       const writes = Array.from({ length: 80 }, (_, serial) => fc.sample(writeArb(serial), { numRuns: 1, seed: 4000 + serial })[0]!);

@@ -551,17 +551,20 @@ for (const mode of MODES)
         };
         const version = async () =>
           Number((await t.sql<{ v: number | string }>(sql`SELECT directory_version AS v FROM organizations WHERE id = ${org.id}`))[0]!.v);
-        // The scope is read (and kept) once: every lookup below is of the version before the writes.
-        // (By a lookup asked only here: its answer is kept under that version, which never moves.)
+        // The scope is read (and kept) once: every lookup below starts from the version before the
+        // writes. (By a lookup asked only here: its answer is kept under that version.)
         await ask({ room: 'room', searchQuery: 'scope', sortBy: 'lastname' });
         for (const [serial, sortBy] of (['firstname', 'email', 'lastname'] as const).entries()) {
-          // "e" is in every imported user's email (@Example.test), and nowhere in these.
+          // "e" is in every email written before these (…@Example.test), and nowhere in these.
           await apply({
             kind: 'create',
             user: { id: `ahead-${serial}`, firstname: 'Zq', lastname: 'Aaq', email: `zq${serial}@zq.io`, external: false, status: 'active' },
           });
-          assert.ok(await t.app.searchIndexes.catchUp(org.id, await version(), 5000), 'the index took the write in');
-          // Untouched by the new users (the answer at the older version is the answer now), and touched.
+          const now = await version();
+          await t.app.searchIndexes.catchUp(org.id, now, 5000);
+          assert.ok(t.app.searchIndexes.heldAt(org.id, now) !== undefined, 'the index took the write in');
+          // A lookup the new users cannot touch, and one they do; each of a sort not asked before,
+          // so no answer is kept for it under the older version.
           const untouched = { room: 'room', searchQuery: 'e', sortBy };
           assert.deepEqual(await ask(untouched), model(org, untouched, MAX_PAGE_SIZE), `with "e", after ${serial + 1} writes`);
           // No terms: each new user is a candidate.

@@ -161,9 +161,9 @@ export class SignatoryLookup {
       // answer a moment newer than asked for and a read instead of a snapshot transaction.
       if (!scopeReadAgain && this.#indexes?.heldAhead(orgId, keys.directoryVersion) === true) {
         scopeReadAgain = true;
-        keys = lookupKeys(await this.#scope(this.#db, orgId, keys.criteria.roomId), request, pageRequest, sort);
-        const cached = this.#pages.get(keys.page);
-        if (cached !== undefined) return cached;
+        const read = await this.#readAgain(this.#db, keys, request, pageRequest, sort, false);
+        if (Buffer.isBuffer(read)) return read;
+        keys = read.keys;
         continue;
       }
       const mayWait = waited && performance.now() < deadline;
@@ -173,8 +173,8 @@ export class SignatoryLookup {
         // finds that in one round trip, where the snapshot's transaction takes three on PostgreSQL.
         const read = await this.#readAgain(this.#db, keys, request, pageRequest, sort, true);
         if (Buffer.isBuffer(read)) return read;
-        if ('waitFor' in read) {
-          keys = read.waitFor;
+        if (read.waitFor) {
+          keys = read.keys;
           continue;
         }
       }
@@ -205,8 +205,8 @@ export class SignatoryLookup {
       .execute(async (trx) => {
         const read = await this.#readAgain(trx, waited, request, pageRequest, sort, mayWait);
         if (Buffer.isBuffer(read)) return read;
-        if ('waitFor' in read) return read.waitFor;
         const { keys } = read;
+        if (read.waitFor) return keys;
         const { total, rows } = await this.#totalAndPage(trx, keys, sort, pageRequest.size, pageOffset(pageRequest));
         return this.#kept(keys, pageRequest, total, rows);
       });
@@ -214,8 +214,8 @@ export class SignatoryLookup {
 
   /**
    * The lookup's scope read again, in `db` (a snapshot's transaction, or none), and what it
-   * settles: the answer kept or carried at its version; or, when `mayWait`, its keys to wait for
-   * if they are of a version newer than `waited` that the held index is still behind; else its keys.
+   * settles: the answer kept or carried at its version; else its keys, and (`waitFor`) whether,
+   * when `mayWait`, they are of a version newer than `waited` that the held index is still behind.
    */
   async #readAgain(
     db: Kysely<Database>,
@@ -224,14 +224,13 @@ export class SignatoryLookup {
     pageRequest: { page: number; size: number },
     sort: { by: SortField; direction: SortDirection },
     mayWait: boolean,
-  ): Promise<Buffer | { waitFor: LookupKeys } | { keys: LookupKeys }> {
+  ): Promise<Buffer | { keys: LookupKeys; waitFor: boolean }> {
     const { orgId, roomId } = waited.criteria;
     const keys = lookupKeys(await this.#scope(db, orgId, roomId), request, pageRequest, sort);
     const kept = this.#pages.get(keys.page) ?? this.#carried(keys);
     if (kept !== undefined) return kept;
     const newer = keys.directoryVersion > waited.directoryVersion;
-    if (mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true) return { waitFor: keys };
-    return { keys };
+    return { keys, waitFor: mayWait && newer && this.#indexes?.heldBehind(orgId, keys.directoryVersion) === true };
   }
 
   /**

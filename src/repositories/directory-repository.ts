@@ -57,23 +57,62 @@ export async function findLookupScope(
   const tallies: { organization: Tally[]; members: Tally[] } = { organization: [], members: [] };
   for (const tally of rows) {
     if (tally.room_id === null) continue;
-    (tally.room_id === '' ? tallies.organization : tallies.members).push({
-      external: tally.external === 1,
-      needsInvitation: tally.needs_invite === 1,
-      candidate: tally.candidate === 1,
-      users: Number(tally.users),
-    });
+    (tally.room_id === '' ? tallies.organization : tallies.members).push(toTally(tally as TallyRow));
   }
   return {
-    organization: {
-      id: row.id,
-      externalSignatories: row.external_signatories === 1,
-      directoryVersion: Number(row.directory_version),
-      hasNonCandidates: tallies.organization.some((tally) => !tally.candidate && tally.users > 0),
-    },
+    organization: toOrganizationRow(row, tallies.organization),
     // 1/0 on SQLite, true/false on PostgreSQL.
     roomExists: Boolean(row.room_exists),
     tallies,
+  };
+}
+
+/**
+ * An organization as a lookup reads it, its users tallied, and the rooms asked for that exist with
+ * their members tallied, all of one directory version (read with the changes an index takes in:
+ * search-index-repository.ts, readChangesAtOnce).
+ */
+export interface DirectoryScope {
+  organization: OrganizationRow;
+  tallies: Tally[];
+  /** The rooms asked for that exist, with their members tallied. */
+  rooms: ReadonlyMap<string, Tally[]>;
+  /** The rooms asked for. */
+  asked: ReadonlySet<string>;
+}
+
+/** What findLookupScope reads, taken from a DirectoryScope; undefined when the room was not asked for. */
+export function roomScopeOf(
+  scope: DirectoryScope,
+  roomId: string,
+): { organization: OrganizationRow; roomExists: boolean; tallies: { organization: Tally[]; members: Tally[] } } | undefined {
+  if (!scope.asked.has(roomId)) return undefined;
+  const members = scope.rooms.get(roomId);
+  return { organization: scope.organization, roomExists: members !== undefined, tallies: { organization: scope.tallies, members: members ?? [] } };
+}
+
+/** A row of user_tallies (its flags 1/0 on both databases, its count a string where PostgreSQL sums). */
+export interface TallyRow {
+  external: number;
+  needs_invite: number;
+  candidate: number;
+  users: number | string;
+}
+
+export function toTally(row: TallyRow): Tally {
+  return { external: row.external === 1, needsInvitation: row.needs_invite === 1, candidate: row.candidate === 1, users: Number(row.users) };
+}
+
+/** The organization's row as lookups read it, `tallies` its users'. */
+export function toOrganizationRow(
+  row: { id: string; external_signatories: number; directory_version: number | string },
+  tallies: readonly Tally[],
+): OrganizationRow {
+  return {
+    id: row.id,
+    externalSignatories: row.external_signatories === 1,
+    directoryVersion: Number(row.directory_version),
+    hasNonCandidates: tallies.some((tally) => !tally.candidate && tally.users > 0),
   };
 }
 

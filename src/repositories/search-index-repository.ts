@@ -6,7 +6,8 @@ import { dialectOf } from '../db/dialect.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
 import type { Database } from '../db/tables.ts';
 import type { ChangedUser, IndexedUser } from '../domain/search-index.ts';
-import { isCandidateStatus, sortKeyOrder, type SortField } from '../domain/signatory-rules.ts';
+import { isCandidateStatus, sortKeyOrder, type SortField, type Tally } from '../domain/signatory-rules.ts';
+import { toOrganizationRow, toTally, type DirectoryScope, type TallyRow } from './directory-repository.ts';
 import { SORT_KEY_COLUMNS } from './signatory-repository.ts';
 
 /**
@@ -203,22 +204,40 @@ function toChangedUser(row: ChangedUserRow, rooms: readonly string[]): ChangedUs
   };
 }
 
-/** What changed in an organization after a version: its size then, the users changed, and the rooms whose members were replaced or edited. */
+/**
+ * What changed in an organization after a version: its size then, the users changed, and the rooms
+ * whose members were replaced or edited; and the organization as a lookup of the rooms asked for
+ * reads it, at that version.
+ */
 export interface OrganizationChanges {
   size: { version: number; users: number };
   changed: ChangedUser[];
   rooms: { replaced: string[]; edited: string[] };
+  scope: DirectoryScope;
 }
 
-/** A row of readChangesAtOnce: the organization's version and size, its changed users and rooms. */
-type ChangesRow = { version: number | string; users: number | string; changed: (ChangedUserRow & { rooms: string[] })[]; rooms: RoomChangeRow[] };
+/** A row of readChangesAtOnce: the organization, its tallies (of the organization and the rooms asked for), the rooms asked for that exist, its changed users and rooms. */
+type ChangesRow = {
+  id: string;
+  external_signatories: number;
+  version: number | string;
+  tallies: (TallyRow & { room_id: string })[];
+  scope_rooms: string[];
+  changed: (ChangedUserRow & { rooms: string[] })[];
+  rooms: RoomChangeRow[];
+};
+
+const TALLY_COLUMNS = ['t.room_id', 't.external', 't.needs_invite', 't.candidate', 't.users'] as const;
 
 /** readChangesAtOnce's statement on PostgreSQL, built once (compiled-once.ts): the changed users and rooms as JSON arrays. */
 const postgresChangesRows = compiledOnce(
-  ['orgId', 'since', 'limit'],
-  (_db, { orgId, since, limit }) => sql<ChangesRow>`
-      select o.directory_version as version,
-        (select coalesce(sum(t.users), 0) from user_tallies t where t.org_id = o.id and t.room_id = '') as users,
+  ['orgId', 'since', 'limit', 'scopeRooms'],
+  (_db, { orgId, since, limit, scopeRooms }) => sql<ChangesRow>`
+      select o.id, o.external_signatories, o.directory_version as version,
+        (select coalesce(json_agg(t), '[]') from (
+          select ${sql.join(TALLY_COLUMNS.map((column) => sql.ref(column)))} from user_tallies t
+          where t.org_id = o.id and (t.room_id = '' or t.room_id = any(${scopeRooms}::text[]))) t) as tallies,
+        array(select r.id from rooms r where r.org_id = o.id and r.id = any(${scopeRooms}::text[])) as scope_rooms,
         (select coalesce(json_agg(c), '[]') from (
           select ${sql.join(CHANGED_USER_COLUMNS.map((column) => sql.ref(column)))},
             array(select m.room_id from room_members m where m.org_id = u.org_id and m.user_id = u.id) as rooms
@@ -229,12 +248,22 @@ const postgresChangesRows = compiledOnce(
       from organizations o where o.id = ${orgId}`,
 );
 
-/** readChangesAtOnce's statement on SQLite, built once: the changed users and rooms as JSON text. */
+/** readChangesAtOnce's statement on SQLite, built once: the changed users and rooms as JSON text (`scopeRooms`: a JSON array). */
 const sqliteChangesRows = compiledOnce(
-  ['orgId', 'since', 'limit'],
-  (_db, { orgId, since, limit }) => sql<{ version: number; users: number; changed: string; rooms: string }>`
-      select o.directory_version as version,
-        (select coalesce(sum(t.users), 0) from user_tallies t where t.org_id = o.id and t.room_id = '') as users,
+  ['orgId', 'since', 'limit', 'scopeRooms'],
+  (_db, { orgId, since, limit, scopeRooms }) => sql<{
+    id: string;
+    external_signatories: number;
+    version: number;
+    tallies: string;
+    scope_rooms: string;
+    changed: string;
+    rooms: string;
+  }>`
+      select o.id, o.external_signatories, o.directory_version as version,
+        (select json_group_array(json_object(${sql.join(TALLY_COLUMNS.flatMap((column) => [sql.lit(column.slice(2)), sql.ref(column)]))}))
+          from user_tallies t where t.org_id = o.id and (t.room_id = '' or t.room_id in (select value from json_each(${scopeRooms})))) as tallies,
+        (select json_group_array(r.id) from rooms r where r.org_id = o.id and r.id in (select value from json_each(${scopeRooms}))) as scope_rooms,
         (select json_group_array(json_object(${sql.join(
           CHANGED_USER_COLUMNS.flatMap((column) => [sql.lit(column.slice(2)), sql.ref(`c.${column.slice(2)}`)]),
         )}, 'rooms', json(c.rooms))) from (
@@ -248,29 +277,51 @@ const sqliteChangesRows = compiledOnce(
 
 /**
  * What changed in the organization after directory version `since` (at most `limit` users: as
- * findOrganizationSize and readChangedUsers read them, and its rooms' member lists replaced or edited), in
+ * findOrganizationSize and readChangedUsers read them, and its rooms' member lists replaced or
+ * edited), and its scope for lookups of the rooms `scopeRooms` (as findLookupScope reads it), in
  * one statement, which sees one snapshot without a transaction: under steady writes a server takes
  * every version in, and this is one round trip where the transaction of those reads made seven on
  * PostgreSQL; on SQLite, one statement where the transaction made six, each built by the query
- * builder (together 8% of a lookup server's time beside 200 writes/s). Undefined for an unknown
- * organization.
+ * builder (together 8% of a lookup server's time beside 200 writes/s). The scope read with it
+ * spares the lookups of each version a read of their own (SearchIndexes.scopeAsOf). Undefined for
+ * an unknown organization.
  */
-export async function readChangesAtOnce(db: Kysely<Database>, orgId: string, since: number, limit: number): Promise<OrganizationChanges | undefined> {
+export async function readChangesAtOnce(
+  db: Kysely<Database>,
+  orgId: string,
+  since: number,
+  limit: number,
+  scopeRooms: readonly string[] = [],
+): Promise<OrganizationChanges | undefined> {
   let row: ChangesRow | undefined;
   if (dialectOf(db) === 'postgres') {
     // Read by every server after every commit to the organization: named (prepared-statements.ts;
     // PostgreSQL keeps planning it per run, as the generic plan of `changed_in > $n` costs more).
-    row = (await preparedStatements(() => postgresChangesRows(db, { orgId, since, limit })))[0];
+    row = (await preparedStatements(() => postgresChangesRows(db, { orgId, since, limit, scopeRooms })))[0];
   } else {
-    const read = (await sqliteChangesRows(db, { orgId, since, limit }))[0];
+    const read = (await sqliteChangesRows(db, { orgId, since, limit, scopeRooms: JSON.stringify(scopeRooms) }))[0];
     row =
       read === undefined
         ? undefined
-        : { ...read, changed: JSON.parse(read.changed) as ChangesRow['changed'], rooms: JSON.parse(read.rooms) as RoomChangeRow[] };
+        : {
+            ...read,
+            tallies: JSON.parse(read.tallies) as ChangesRow['tallies'],
+            scope_rooms: JSON.parse(read.scope_rooms) as string[],
+            changed: JSON.parse(read.changed) as ChangesRow['changed'],
+            rooms: JSON.parse(read.rooms) as RoomChangeRow[],
+          };
   }
   if (row === undefined) return undefined;
   const changed = row.changed.sort((a, b) => Number(a.seq) - Number(b.seq)).map((user) => toChangedUser(user, user.rooms));
-  return { size: { version: Number(row.version), users: Number(row.users) }, changed, rooms: roomChanges(row.rooms, since) };
+  const tallies = row.tallies.filter((tally) => tally.room_id === '').map(toTally);
+  const rooms = new Map(row.scope_rooms.map((roomId) => [roomId, [] as Tally[]]));
+  for (const tally of row.tallies) if (tally.room_id !== '') rooms.get(tally.room_id)?.push(toTally(tally));
+  return {
+    size: { version: Number(row.version), users: tallies.reduce((sum, tally) => sum + tally.users, 0) },
+    changed,
+    rooms: roomChanges(row.rooms, since),
+    scope: { organization: toOrganizationRow({ ...row, directory_version: row.version }, tallies), tallies, rooms, asked: new Set(scopeRooms) },
+  };
 }
 
 /** The rooms each of these users is a member of (along the index of a user's rooms). */

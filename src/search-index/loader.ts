@@ -10,7 +10,7 @@ import { preferIndexWalks } from '../db/dialect-sql.ts';
 import type { Database } from '../db/tables.ts';
 import { arraysOfParts, emptyParts, SearchIndexBuilder, type ChangedUser, type SearchIndexParts } from '../domain/search-index.ts';
 import { SORT_FIELDS } from '../domain/signatory-rules.ts';
-import { listRooms } from '../repositories/directory-repository.ts';
+import { listRooms, type DirectoryScope } from '../repositories/directory-repository.ts';
 import {
   findDirectoryStamp,
   findDirectoryVersion,
@@ -34,7 +34,8 @@ import { isRunning } from '../lib/process-running.ts';
  */
 export type LoadJob =
   | { kind: 'organization'; orgId: string; minUsers: number; maxUsers: number }
-  | { kind: 'changes'; orgId: string; since: number; maxChanges: number }
+  /** `scopeRooms`: the rooms whose lookups' scope is read with the changes (readChangesAtOnce). */
+  | { kind: 'changes'; orgId: string; since: number; maxChanges: number; scopeRooms?: readonly string[] }
   | { kind: 'room'; orgId: string; roomId: string }
   | { kind: 'rooms'; orgId: string; skip: readonly string[]; maxRooms: number; maxMembers: number };
 
@@ -48,11 +49,12 @@ export type LoadResult =
   | { kind: 'rooms'; version: number; rooms: { roomId: string; members: number }[]; seqs: Float64Array }
   /**
    * The organization at `version`, of `users` users: those changed since (with their rooms), the
-   * rooms whose member lists were replaced, and those one of whose members came or went.
+   * rooms whose member lists were replaced, and those one of whose members came or went; `scope`:
+   * the organization as lookups of the rooms asked for read it, at `version`.
    */
-  | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[]; editedRooms: string[] }
-  /** More users changed than the job allows: the index is better read whole (the version, and the rooms replaced or edited, still). */
-  | { kind: 'many changes'; version: number; rooms: string[]; editedRooms: string[] }
+  | { kind: 'changes'; version: number; users: number; changed: ChangedUser[]; rooms: string[]; editedRooms: string[]; scope?: DirectoryScope }
+  /** More users changed than the job allows: the index is better read whole (the version, the rooms replaced or edited, and the scope, still). */
+  | { kind: 'many changes'; version: number; rooms: string[]; editedRooms: string[]; scope?: DirectoryScope }
   /** The organization is gone. */
   | { kind: 'stale' };
 
@@ -68,7 +70,7 @@ const PIECE = 10_000;
  */
 export async function readLoadJob(db: Kysely<Database>, job: LoadJob, options: { snapshots?: string } = {}): Promise<LoadResult> {
   // One statement is one snapshot: no transaction needed.
-  if (job.kind === 'changes') return changesOf(await readChangesAtOnce(db, job.orgId, job.since, job.maxChanges + 1), job);
+  if (job.kind === 'changes') return changesOf(await readChangesAtOnce(db, job.orgId, job.since, job.maxChanges + 1, job.scopeRooms), job);
   const { result, stamp } = await db
     .transaction()
     .setIsolationLevel('repeatable read')
@@ -131,9 +133,9 @@ export async function readIndexParts(db: Kysely<Database>, orgId: string, size: 
 
 function changesOf(read: OrganizationChanges | undefined, job: Extract<LoadJob, { kind: 'changes' }>): LoadResult {
   if (read === undefined) return { kind: 'stale' };
-  const { size, changed, rooms } = read;
-  if (changed.length > job.maxChanges) return { kind: 'many changes', version: size.version, rooms: rooms.replaced, editedRooms: rooms.edited };
-  return { kind: 'changes', version: size.version, users: size.users, changed, rooms: rooms.replaced, editedRooms: rooms.edited };
+  const { size, changed, rooms, scope } = read;
+  if (changed.length > job.maxChanges) return { kind: 'many changes', version: size.version, rooms: rooms.replaced, editedRooms: rooms.edited, scope };
+  return { kind: 'changes', version: size.version, users: size.users, changed, rooms: rooms.replaced, editedRooms: rooms.edited, scope };
 }
 
 /** The room's members at the version this snapshot reads (the index brings them up to its own: SearchIndexes.#membersAt). */

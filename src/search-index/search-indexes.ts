@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import type { SearchIndexPolicy } from '../config.ts';
 import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
+import type { DirectoryScope } from '../repositories/directory-repository.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { readLoadJob, type LoadJob, type LoadResult, type RunningLoad } from './loader.ts';
 
@@ -60,6 +61,8 @@ export const IMPORT_COPY_AFTER = MAX_LAID_OVER - COMPACT_AT_ONCE_AFTER;
  */
 const WATCH_MS = 50;
 const WATCH_WITHOUT_TOKEN_MS = 500;
+/** The rooms of an organization whose lookups' scope is read with its changes (see scopeAsOf): the latest asked for. */
+const SCOPE_ROOMS = 32;
 /**
  * How long a starting server waits at most for the indexes it takes from their copies on disk (see
  * preload): well under the 10 s Fastify gives an onReady hook before the start fails.
@@ -269,6 +272,12 @@ export class SearchIndexes {
   #checkedToken: number | undefined;
   #checkedAt = 0;
   #warm = false;
+  /** Tells of the commits that change what a lookup's scope is read from (given to watch); undefined: scopes are not kept. */
+  #scopeChanges: ChangeSource | undefined;
+  /** By organization, the rooms whose lookups' scope its changes are read with (see scopeAsOf), the latest asked for last. */
+  readonly #scopeRooms = new Map<string, string[]>();
+  /** By organization, the scope read with its latest changes, when that read began, and the change token just before. */
+  readonly #scopes = new Map<string, { readFrom: number; token: number | undefined; scope: DirectoryScope }>();
 
   /**
    * `db` makes the `reads` not given (the organizations by size, sizes, versions, what changed,
@@ -440,6 +449,55 @@ export class SearchIndexes {
   }
 
   /**
+   * The organization's scope (its row, its users and the room's members tallied, whether the room
+   * exists) for a lookup of `roomId` that arrived at `asOf` (a `performance.now()` reading), as read
+   * with the changes its held index took in: the latest read, if it began after `asOf` or nothing
+   * that scope is read from has changed since it began; else the read of the update queued now,
+   * waited for (at most `withinMs`, and only while nothing but this organization's updates runs
+   * first). Under steady writes a lookup then waits for one read of each version, which its index
+   * takes in too, where it read its scope and then waited for the index's read (two round trips
+   * one after the other, and a read of the scope for each room). Undefined when no index is held,
+   * no change source was given (watch), or the wait ran out: the lookup reads its scope itself.
+   */
+  async scopeAsOf(orgId: string, roomId: string, asOf: number, withinMs: number): Promise<DirectoryScope | undefined> {
+    const changes = this.#scopeChanges;
+    if (changes === undefined || !this.#ready.has(orgId)) return undefined;
+    this.#askScope(orgId, roomId);
+    const caughtUp = changes.catchUp(asOf);
+    if (caughtUp !== undefined) await caughtUp;
+    const deadline = performance.now() + withinMs;
+    const key = jobKey({ kind: 'organization', orgId });
+    // The update running began its read before `asOf`, most often: the one after it will do.
+    for (let waited = 0; ; waited++) {
+      const kept = this.#scopes.get(orgId);
+      if (kept !== undefined && kept.scope.asked.has(roomId)) {
+        if (kept.readFrom >= asOf) return kept.scope;
+        const token = changes.token(asOf);
+        if (token !== undefined && token === kept.token) return kept.scope;
+      }
+      const left = deadline - performance.now();
+      if (waited === 2 || left <= 0 || !this.#ready.has(orgId)) return undefined;
+      this.#enqueue({ kind: 'organization', orgId });
+      const done = this.#done.get(key);
+      // Not behind other loads, or a whole read of seconds.
+      const first = this.#working?.kind === 'room' ? this.#queue[0] : this.#working;
+      if (done === undefined || first === undefined || jobKey(first) !== key) return undefined;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([done.promise, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** Has the room's lookups' scope read with the organization's changes from now on (the latest SCOPE_ROOMS rooms asked for). */
+  #askScope(orgId: string, roomId: string): void {
+    let rooms = this.#scopeRooms.get(orgId);
+    if (rooms === undefined) this.#scopeRooms.set(orgId, (rooms = []));
+    if (rooms.includes(roomId)) return;
+    rooms.push(roomId);
+    if (rooms.length > SCOPE_ROOMS) rooms.shift();
+  }
+
+  /**
    * From now on, looks at the database's change token every `intervalMs`; when it moved, reads
    * the versions of the organizations held, and brings those that moved up to date in the
    * background, as a lookup at the new version would: an import's changes are then applied a
@@ -448,6 +506,8 @@ export class SearchIndexes {
   watch(changes: ChangeSource = NO_CHANGE_SOURCE, intervalMs = WATCH_MS): void {
     if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
     const versions = changes.about(['organizations']);
+    // The tables of a lookup's scope, as SignatoryLookup's cache of scopes reads them.
+    this.#scopeChanges = changes.about(['organizations', 'rooms']);
     this.#watch = setInterval(() => {
       if (this.#ready.size === 0 || this.#checking) return;
       const token = versions.token();
@@ -651,8 +711,15 @@ export class SearchIndexes {
     const none: StandingRooms = { rooms: new Map(), upTo: held.index.version };
     const maxChanges = MAX_LAID_OVER - held.index.changesLaidOver;
     if (maxChanges <= 0) return none;
-    const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges });
+    const token = this.#scopeChanges?.token();
+    const readFrom = performance.now();
+    const scopeRooms = [...(this.#scopeRooms.get(orgId) ?? [])];
+    const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges, scopeRooms });
     if (this.#closed) return true;
+    if ((result.kind === 'changes' || result.kind === 'many changes') && result.scope !== undefined) {
+      const kept = this.#scopes.get(orgId);
+      if (kept === undefined || kept.readFrom < readFrom) this.#scopes.set(orgId, { readFrom, token, scope: result.scope });
+    }
     if (this.#ready.get(orgId) !== held || (result.kind !== 'changes' && result.kind !== 'many changes')) return none;
     // Rooms whose members an import replaced are read again; those edited member by member stand
     // only where the changed users are laid over them (below), not for a whole read.

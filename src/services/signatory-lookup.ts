@@ -17,7 +17,7 @@ import {
   type Tally,
 } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
-import { findLookupScope, type OrganizationRow } from '../repositories/directory-repository.ts';
+import { findLookupScope, roomScopeOf, type OrganizationRow } from '../repositories/directory-repository.ts';
 import {
   canUseSearchIndex,
   countSignatories,
@@ -321,11 +321,17 @@ export class SignatoryLookup {
   /**
    * The organization (with its directory version) and room, or the 404 problem;
    * `cachedAsOf`: as kept from an earlier request if the database is unchanged
-   * since that moment (never inside the snapshot, which must read its own).
+   * since that moment, or (an organization whose index is held) as read with the
+   * changes the index took in since (never inside the snapshot, which must read its own).
    */
   async #scope(db: Kysely<Database>, orgId: string, roomId: string, options: { cachedAsOf?: number } = {}): Promise<LookupScope> {
     const read = async () => ({ found: await findLookupScope(db, orgId, roomId) });
-    const scope = (options.cachedAsOf !== undefined ? await this.#scopes.read(`${orgId}\0${roomId}`, read, options.cachedAsOf) : await read()).found;
+    const asOf = options.cachedAsOf;
+    // An organization whose index is held: its scope as read with the changes the index takes in.
+    const withChanges = asOf !== undefined ? await this.#indexes?.scopeAsOf(orgId, roomId, asOf, INDEX_CATCH_UP_MS) : undefined;
+    const scope =
+      (withChanges !== undefined ? roomScopeOf(withChanges, roomId) : undefined) ??
+      (asOf !== undefined ? await this.#scopes.read(`${orgId}\0${roomId}`, read, asOf) : await read()).found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId, tallies: scope.tallies };

@@ -99,6 +99,8 @@ export interface ChangedUser extends IndexedUser {
   sortKeys: Record<SortField, string>;
   /** The rooms the user is a member of now (read only where rooms' members were edited one by one). */
   rooms?: readonly string[];
+  /** The fields a lookup shows of the user, as they are now. */
+  shown?: { firstname: string | null; lastname: string | null; email: string };
 }
 
 /** The room's members among the indexed users, one bit each. */

@@ -177,6 +177,9 @@ const CHANGED_USER_COLUMNS = [
   'u.external',
   'u.needs_invite',
   'u.status',
+  'u.firstname',
+  'u.lastname',
+  'u.email',
 ] as const;
 
 interface ChangedUserRow {
@@ -189,6 +192,9 @@ interface ChangedUserRow {
   external: number;
   needs_invite: number;
   status: string;
+  firstname: string | null;
+  lastname: string | null;
+  email: string;
 }
 
 function toChangedUser(row: ChangedUserRow, rooms: readonly string[]): ChangedUser {
@@ -201,6 +207,7 @@ function toChangedUser(row: ChangedUserRow, rooms: readonly string[]): ChangedUs
     needsInvite: row.needs_invite === 1,
     candidate: isCandidateStatus(row.status),
     rooms,
+    shown: { firstname: row.firstname, lastname: row.lastname, email: row.email },
   };
 }
 

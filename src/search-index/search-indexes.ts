@@ -1,4 +1,14 @@
-import { bytesOfParts, mayMatch, SearchIndex, stateOfChange, warmUp, type RoomMembers, type SearchIndexParts, type UserState } from '../domain/search-index.ts';
+import {
+  bytesOfParts,
+  mayMatch,
+  SearchIndex,
+  stateOfChange,
+  warmUp,
+  type ChangedUser,
+  type RoomMembers,
+  type SearchIndexParts,
+  type UserState,
+} from '../domain/search-index.ts';
 import type { SignatoryFilter } from '../domain/signatory-rules.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
@@ -278,6 +288,8 @@ export class SearchIndexes {
   readonly #scopeRooms = new Map<string, string[]>();
   /** By organization, the scope read with its latest changes, when that read began, and the change token just before. */
   readonly #scopes = new Map<string, { readFrom: number; token: number | undefined; scope: DirectoryScope }>();
+  /** By organization, the users its latest change reads found (up to LOGGED_CHANGES, the latest last), each with the version read at (see changedUserAt). */
+  readonly #changedUsers = new Map<string, Map<number, { version: number; user: ChangedUser }>>();
 
   /**
    * `db` makes the `reads` not given (the organizations by size, sizes, versions, what changed,
@@ -349,6 +361,18 @@ export class SearchIndexes {
    */
   usersUnchanged(orgId: string, from: number, to: number, roomId: string, seqs: readonly number[]): boolean {
     return this.#everyUpdate(orgId, from, to, roomId, (update) => seqs.every((seq) => !update.seqs.has(seq)));
+  }
+
+  /**
+   * The user of this seq as the latest change read found it (its shown fields and rooms), if that
+   * was at `version` or before and nothing changed it since, as a lookup in `roomId` shows it
+   * (usersUnchanged); undefined otherwise. Under steady writes the users new on a page are most
+   * often those just changed: their rows come from here, and the page needs no read of its own.
+   */
+  changedUserAt(orgId: string, version: number, roomId: string, seq: number): ChangedUser | undefined {
+    const changed = this.#changedUsers.get(orgId)?.get(seq);
+    if (changed === undefined || changed.version > version || !this.usersUnchanged(orgId, changed.version, version, roomId, [seq])) return undefined;
+    return changed.user;
   }
 
   /** Whether the log of the organization's index (held at `to`) covers every update since `from`, none replaced the room's member list, and each passes `test`. */
@@ -762,6 +786,7 @@ export class SearchIndexes {
     }
     const updated: Ready = { index, rooms, log: logWith(held.log, update) };
     this.#hold(orgId, updated);
+    this.#keepChangedUsers(orgId, result.version, result.changed);
     if (held.pendingRooms !== undefined) this.#placePending(orgId, updated, held.pendingRooms);
     // Merged at once: the filters its merge could not carry.
     if (index !== laid) this.#filterInSteps(orgId, index);
@@ -779,6 +804,20 @@ export class SearchIndexes {
       'search index: updated with what changed',
     );
     return true;
+  }
+
+  /** Keeps the users a change read found at `version`, for the pages they are new on (see changedUserAt). */
+  #keepChangedUsers(orgId: string, version: number, changed: readonly ChangedUser[]): void {
+    let kept = this.#changedUsers.get(orgId);
+    if (kept === undefined) this.#changedUsers.set(orgId, (kept = new Map()));
+    for (const user of changed) {
+      kept.delete(user.seq);
+      kept.set(user.seq, { version, user });
+    }
+    for (const seq of kept.keys()) {
+      if (kept.size <= LOGGED_CHANGES) break;
+      kept.delete(seq);
+    }
   }
 
   /**

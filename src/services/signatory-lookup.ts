@@ -62,6 +62,8 @@ const COUNT_CACHE_ENTRIES = 10_000;
 const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 /** Bytes of the latest answers kept beside them, to carry across versions. */
 const LATEST_CACHE_BYTES = 32 * 1024 * 1024;
+/** Users of pages kept, by organization, room and seq, to make pages of without a read (about 200 bytes each). */
+const KNOWN_ROWS = 50_000;
 /** Organization and room pairs whose scope is kept between requests. */
 const SCOPE_CACHE_ENTRIES = 10_000;
 /** Up to this many search matches, the page is found by sorting them (see #plan). */
@@ -100,6 +102,8 @@ export class SignatoryLookup {
     LATEST_CACHE_BYTES,
     (entry) => entry.json.byteLength + (entry.page === undefined ? 0 : 4 * entry.json.byteLength + 2 * entry.page.contentJson.length),
   );
+  /** The users of answers computed from the index, by organization, room and seq, with the version they were shown at (see #knownUsers). */
+  readonly #knownRows = new LruCache<string, { version: number; row: SignatoryRow }>(KNOWN_ROWS);
   /**
    * Answers being computed, by page key (of one version): after each write every connection asks
    * again at once, and one computation answers them all.
@@ -261,7 +265,11 @@ export class SignatoryLookup {
     }
     const latest = page.seqs.length === 0 ? undefined : this.#latestUsers(keys, page.seqs);
     const rows =
-      page.seqs.length === 0 ? [] : (latest?.rows ?? (await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion)));
+      page.seqs.length === 0
+        ? []
+        : (latest?.rows ??
+          this.#knownUsers(keys, page.seqs) ??
+          (await this.#pageUsers.read(criteria.orgId, criteria.roomId, page.seqs, keys.directoryVersion)));
     if (rows === undefined) return undefined;
     this.#counts.set(cacheKey([keys.directoryVersion, criteria]), page.total);
     return this.#kept(keys, pageRequest, page.total, rows, { seqs: page.seqs, contentJson: latest?.contentJson });
@@ -282,6 +290,32 @@ export class SignatoryLookup {
   }
 
   /**
+   * The users of a page (`seqs`) at the lookup's version without a read, when each is either a
+   * user of an answer computed from the index since which nothing changed it, or one the index's
+   * latest change reads found (SearchIndexes.changedUserAt): under steady writes a page's users
+   * move by one when a user just created or renamed comes onto it, and the rest were on it before.
+   * Undefined when one of them is neither: the page's users are read.
+   */
+  #knownUsers(keys: LookupKeys, seqs: readonly number[]): SignatoryRow[] | undefined {
+    const indexes = this.#indexes;
+    if (indexes === undefined) return undefined;
+    const { orgId, roomId } = keys.criteria;
+    const version = keys.directoryVersion;
+    const rows: SignatoryRow[] = [];
+    for (const seq of seqs) {
+      const known = this.#knownRows.get(knownRowKey(orgId, roomId, seq));
+      if (known !== undefined && known.version <= version && indexes.usersUnchanged(orgId, known.version, version, roomId, [seq])) {
+        rows.push(known.row);
+        continue;
+      }
+      const changed = indexes.changedUserAt(orgId, version, roomId, seq);
+      if (changed?.shown === undefined || changed.rooms === undefined) return undefined;
+      rows.push({ id: changed.id, ...changed.shown, needsInvite: changed.needsInvite, roomMember: changed.rooms.includes(roomId) });
+    }
+    return rows;
+  }
+
+  /**
    * The answer's JSON, kept under its version and as the lookup's latest (with its users' seqs and
    * rows, when known from the index); `fromIndex.contentJson`: the JSON of these rows, when a
    * latest answer had them.
@@ -296,6 +330,10 @@ export class SignatoryLookup {
     const contentJson = fromIndex?.contentJson ?? JSON.stringify(rows.map(toSignatory));
     const json = Buffer.from(pageJson(contentJson, rows.length, pageRequest, total));
     this.#pages.set(keys.page, json);
+    if (fromIndex !== undefined) {
+      const { orgId, roomId } = keys.criteria;
+      rows.forEach((row, k) => this.#knownRows.set(knownRowKey(orgId, roomId, fromIndex.seqs[k]!), { version: keys.directoryVersion, row }));
+    }
     const latest = this.#latest.get(keys.query);
     if (latest === undefined || latest.version < keys.directoryVersion)
       this.#latest.set(keys.query, {
@@ -428,6 +466,10 @@ export class SignatoryLookup {
     if (found === undefined) return undefined;
     return found.index.search({ terms: keys.criteria.terms, ...indexQuery(keys, found.members, sort, size, offset) });
   }
+}
+
+function knownRowKey(orgId: string, roomId: string, seq: number): string {
+  return `${orgId}\0${roomId}\0${seq}`;
 }
 
 /** What the in-memory index is asked for a page, terms aside. */

@@ -97,7 +97,7 @@ function kindOf(user: IndexedUser): number {
 export interface ChangedUser extends IndexedUser {
   id: string;
   sortKeys: Record<SortField, string>;
-  /** The rooms the user is a member of now (read only where rooms' members were edited one by one). */
+  /** The rooms the user is a member of now, all of them (as the directory's change reads find them). */
   rooms?: readonly string[];
   /** The fields a lookup shows of the user, as they are now. */
   shown?: { firstname: string | null; lastname: string | null; email: string };

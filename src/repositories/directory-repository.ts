@@ -6,6 +6,7 @@ import { dialectOf } from '../db/dialect.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
 import type { Database, OrganizationTable, RoomTable, UserTable } from '../db/tables.ts';
 import type { Tally } from '../domain/signatory-rules.ts';
+import type { ChangeTable } from '../lib/change-scoped-cache.ts';
 
 export interface OrganizationRow {
   id: string;
@@ -20,6 +21,9 @@ export async function roomExists(db: Kysely<Database>, orgId: string, roomId: st
   const row = await db.selectFrom('rooms').select('id').where('org_id', '=', orgId).where('id', '=', roomId).executeTakeFirst();
   return row !== undefined;
 }
+
+/** The tables a lookup's scope is read from (user_tallies aside: every write that changes it bumps its organization's version). */
+export const LOOKUP_SCOPE_TABLES = ['organizations', 'rooms'] as const satisfies readonly ChangeTable[];
 
 /** The rows of findLookupScope: the organization's, joined with its tallies of the organization and the room. */
 const lookupScopeRows = compiledOnce(['orgId', 'roomId'], (db, { orgId, roomId }) =>

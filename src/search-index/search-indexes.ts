@@ -14,7 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import type { SearchIndexPolicy } from '../config.ts';
 import { findDirectoryVersions, findOrganizationSize, findOrganizationsBySize } from '../repositories/search-index-repository.ts';
-import type { DirectoryScope } from '../repositories/directory-repository.ts';
+import { LOOKUP_SCOPE_TABLES, type DirectoryScope } from '../repositories/directory-repository.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { readLoadJob, type LoadJob, type LoadResult, type RunningLoad } from './loader.ts';
 
@@ -95,13 +95,42 @@ interface Ready {
   log?: UpdateLog;
   /** Rooms' members read at a version the index has not reached yet: held once it has (see #placeMembers). */
   pendingRooms?: Map<string, PendingMembers>;
+  /** The rooms whose lookups' scope is read with the changes (see askScope), the latest asked for last. */
+  scopeRooms?: string[];
+  /** The scope read with the latest changes taken in (see scopeAsOf). */
+  scope?: ScopeRead;
+  /** The users the latest change reads found (see changedUserAt). */
+  changedUsers?: ChangedUsers;
 }
+
+/** A lookup's scope as read with an index's changes: when that read began, and the change token just before. */
+interface ScopeRead {
+  readFrom: number;
+  token: number | undefined;
+  scope: DirectoryScope;
+}
+
+/** The users change reads found, by seq (up to LOGGED_CHANGES, the latest last), each with the version read at. */
+type ChangedUsers = Map<number, { version: number; user: ChangedUser }>;
 
 /** A room's members as a loader read them, at `version`; `mayDrop`: other organizations' indexes may be dropped to hold them. */
 interface PendingMembers {
   version: number;
   seqs: Float64Array;
   mayDrop: boolean;
+}
+
+/** The users a change read found at `version` added to those kept, for the pages they come onto (see changedUserAt); the earliest go beyond LOGGED_CHANGES. */
+function withChangedUsers(kept: ChangedUsers = new Map(), version: number, changed: readonly ChangedUser[]): ChangedUsers {
+  for (const user of changed) {
+    kept.delete(user.seq);
+    kept.set(user.seq, { version, user });
+  }
+  for (const seq of kept.keys()) {
+    if (kept.size <= LOGGED_CHANGES) break;
+    kept.delete(seq);
+  }
+  return kept;
 }
 
 /** One update of a held index: from one version to the next, the users it changed (before and after), and the rooms whose member lists were replaced. */
@@ -282,14 +311,8 @@ export class SearchIndexes {
   #checkedToken: number | undefined;
   #checkedAt = 0;
   #warm = false;
-  /** Tells of the commits that change what a lookup's scope is read from (given to watch); undefined: scopes are not kept. */
+  /** Tells of the commits that change what a lookup's scope is read from (given to watch); undefined until then. */
   #scopeChanges: ChangeSource | undefined;
-  /** By organization, the rooms whose lookups' scope its changes are read with (see scopeAsOf), the latest asked for last. */
-  readonly #scopeRooms = new Map<string, string[]>();
-  /** By organization, the scope read with its latest changes, when that read began, and the change token just before. */
-  readonly #scopes = new Map<string, { readFrom: number; token: number | undefined; scope: DirectoryScope }>();
-  /** By organization, the users its latest change reads found (up to LOGGED_CHANGES, the latest last), each with the version read at (see changedUserAt). */
-  readonly #changedUsers = new Map<string, Map<number, { version: number; user: ChangedUser }>>();
 
   /**
    * `db` makes the `reads` not given (the organizations by size, sizes, versions, what changed,
@@ -370,7 +393,7 @@ export class SearchIndexes {
    * often those just changed: their rows come from here, and the page needs no read of its own.
    */
   changedUserAt(orgId: string, version: number, roomId: string, seq: number): ChangedUser | undefined {
-    const changed = this.#changedUsers.get(orgId)?.get(seq);
+    const changed = this.#ready.get(orgId)?.changedUsers?.get(seq);
     if (changed === undefined || changed.version > version || !this.usersUnchanged(orgId, changed.version, version, roomId, [seq])) return undefined;
     return changed.user;
   }
@@ -475,25 +498,33 @@ export class SearchIndexes {
   /**
    * The organization's scope (its row, its users and the room's members tallied, whether the room
    * exists) for a lookup of `roomId` that arrived at `asOf` (a `performance.now()` reading), as read
-   * with the changes its held index took in: the latest read, if it began after `asOf` or nothing
-   * that scope is read from has changed since it began; else the read of the update queued now,
-   * waited for (at most `withinMs`, and only while nothing but this organization's updates runs
-   * first). Under steady writes a lookup then waits for one read of each version, which its index
-   * takes in too, where it read its scope and then waited for the index's read (two round trips
-   * one after the other, and a read of the scope for each room). Undefined when no index is held,
-   * no change source was given (watch), or the wait ran out: the lookup reads its scope itself.
+   * with the changes its held index took in, for a room asked for (askScope): the latest read, if
+   * it began after `asOf` or nothing that scope is read from has changed since it began; else the
+   * read of the next update, waited for (at most `withinMs`, and only while nothing but this
+   * organization's updates runs first). Under steady writes a lookup then waits for one read of
+   * each version, which its index takes in too, where it read its scope and then waited for the
+   * index's read (two round trips one after the other, and a read of the scope for each room).
+   * Undefined when no index is held, its reads do not carry the room's scope (yet), or the wait
+   * ran out: the lookup reads its scope itself.
    */
   async scopeAsOf(orgId: string, roomId: string, asOf: number, withinMs: number): Promise<DirectoryScope | undefined> {
     const changes = this.#scopeChanges;
-    if (changes === undefined || !this.#ready.has(orgId)) return undefined;
-    this.#askScope(orgId, roomId);
-    const caughtUp = changes.catchUp(asOf);
-    if (caughtUp !== undefined) await caughtUp;
-    const deadline = performance.now() + withinMs;
+    const held = this.#ready.get(orgId);
+    if (changes === undefined || held?.scope?.scope.asked.has(roomId) !== true) return undefined;
+    this.askScope(orgId, roomId);
     const key = jobKey({ kind: 'organization', orgId });
+    const caughtUp = changes.catchUp(asOf);
+    if (caughtUp !== undefined) {
+      // The token moved since the latest read began (under steady writes, most often): that scope
+      // will not do. An update queued now (when none is running) reads while the change listener
+      // catches up (a round trip of its own on PostgreSQL), rather than after it.
+      if (held.scope.readFrom < asOf && held.scope.token !== changes.token()) this.#enqueue({ kind: 'organization', orgId });
+      await caughtUp;
+    }
+    const deadline = performance.now() + withinMs;
     // The update running began its read before `asOf`, most often: the one after it will do.
     for (let waited = 0; ; waited++) {
-      const kept = this.#scopes.get(orgId);
+      const kept = this.#ready.get(orgId)?.scope;
       if (kept !== undefined && kept.scope.asked.has(roomId)) {
         if (kept.readFrom >= asOf) return kept.scope;
         const token = changes.token(asOf);
@@ -512,11 +543,18 @@ export class SearchIndexes {
     }
   }
 
-  /** Has the room's lookups' scope read with the organization's changes from now on (the latest SCOPE_ROOMS rooms asked for). */
-  #askScope(orgId: string, roomId: string): void {
-    let rooms = this.#scopeRooms.get(orgId);
-    if (rooms === undefined) this.#scopeRooms.set(orgId, (rooms = []));
-    if (rooms.includes(roomId)) return;
+  /**
+   * Has the scope of lookups of the room (one that exists) read with the organization's changes
+   * from its index's next update on, while the index stays held: the SCOPE_ROOMS rooms asked for
+   * last, so a client asking for many rooms in turn pushes out no more than those.
+   */
+  askScope(orgId: string, roomId: string): void {
+    const held = this.#ready.get(orgId);
+    if (held === undefined) return;
+    const rooms = (held.scopeRooms ??= []);
+    const at = rooms.indexOf(roomId);
+    if (at === rooms.length - 1 && at >= 0) return;
+    if (at >= 0) rooms.splice(at, 1);
     rooms.push(roomId);
     if (rooms.length > SCOPE_ROOMS) rooms.shift();
   }
@@ -531,7 +569,7 @@ export class SearchIndexes {
     if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
     const versions = changes.about(['organizations']);
     // The tables of a lookup's scope, as SignatoryLookup's cache of scopes reads them.
-    this.#scopeChanges = changes.about(['organizations', 'rooms']);
+    this.#scopeChanges = changes.about(LOOKUP_SCOPE_TABLES);
     this.#watch = setInterval(() => {
       if (this.#ready.size === 0 || this.#checking) return;
       const token = versions.token();
@@ -737,13 +775,11 @@ export class SearchIndexes {
     if (maxChanges <= 0) return none;
     const token = this.#scopeChanges?.token();
     const readFrom = performance.now();
-    const scopeRooms = [...(this.#scopeRooms.get(orgId) ?? [])];
+    const scopeRooms = [...(held.scopeRooms ?? [])];
     const result = await this.#reads.changesSince({ kind: 'changes', orgId, since: held.index.version, maxChanges, scopeRooms });
     if (this.#closed) return true;
-    if ((result.kind === 'changes' || result.kind === 'many changes') && result.scope !== undefined) {
-      const kept = this.#scopes.get(orgId);
-      if (kept === undefined || kept.readFrom < readFrom) this.#scopes.set(orgId, { readFrom, token, scope: result.scope });
-    }
+    const scopeRead = 'scope' in result && result.scope !== undefined ? { readFrom, token, scope: result.scope } : held.scope;
+    if (this.#ready.get(orgId) === held) held.scope = scopeRead;
     if (this.#ready.get(orgId) !== held || (result.kind !== 'changes' && result.kind !== 'many changes')) return none;
     // Rooms whose members an import replaced are read again; those edited member by member stand
     // only where the changed users are laid over them (below), not for a whole read.
@@ -784,9 +820,15 @@ export class SearchIndexes {
       remember(this.#skipped, orgId, result.version);
       return true;
     }
-    const updated: Ready = { index, rooms, log: logWith(held.log, update) };
+    const updated: Ready = {
+      index,
+      rooms,
+      log: logWith(held.log, update),
+      scopeRooms: held.scopeRooms,
+      scope: scopeRead,
+      changedUsers: withChangedUsers(held.changedUsers, result.version, result.changed),
+    };
     this.#hold(orgId, updated);
-    this.#keepChangedUsers(orgId, result.version, result.changed);
     if (held.pendingRooms !== undefined) this.#placePending(orgId, updated, held.pendingRooms);
     // Merged at once: the filters its merge could not carry.
     if (index !== laid) this.#filterInSteps(orgId, index);
@@ -804,20 +846,6 @@ export class SearchIndexes {
       'search index: updated with what changed',
     );
     return true;
-  }
-
-  /** Keeps the users a change read found at `version`, for the pages they are new on (see changedUserAt). */
-  #keepChangedUsers(orgId: string, version: number, changed: readonly ChangedUser[]): void {
-    let kept = this.#changedUsers.get(orgId);
-    if (kept === undefined) this.#changedUsers.set(orgId, (kept = new Map()));
-    for (const user of changed) {
-      kept.delete(user.seq);
-      kept.set(user.seq, { version, user });
-    }
-    for (const seq of kept.keys()) {
-      if (kept.size <= LOGGED_CHANGES) break;
-      kept.delete(seq);
-    }
   }
 
   /**

@@ -4,7 +4,7 @@ import { asAtVersion, findUsersWithChangesBySeq, type SignatoryRow, type UserWit
 
 /**
  * Reads of lookup pages' users by seq, outside a transaction, shared by the lookups computed at one
- * moment: after a commit, every lookup kept is computed again at once (the organization's index
+ * moment, for the users no earlier answer or change read holds (SignatoryLookup's #knownUsers): after a commit, every lookup kept is computed again at once (the organization's index
  * catches up, and they all go on in the same turn of the event loop), and one statement per
  * organization and room reads the users of all their pages, where each would read its own (on
  * PostgreSQL, a round trip each, 200 commits a second). Each lookup then takes its own users as

@@ -17,7 +17,7 @@ import {
   type Tally,
 } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
-import { findLookupScope, roomScopeOf, type OrganizationRow } from '../repositories/directory-repository.ts';
+import { findLookupScope, LOOKUP_SCOPE_TABLES, roomScopeOf, type OrganizationRow } from '../repositories/directory-repository.ts';
 import {
   canUseSearchIndex,
   countSignatories,
@@ -112,7 +112,7 @@ export class SignatoryLookup {
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
   readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
 
-  /** The users of pages computed again from the index, read for all the lookups of one moment at once. */
+  /** The users of pages computed again from the index that no earlier answer or change read holds, read for all the lookups of one moment at once. */
   readonly #pageUsers: PageUserReads;
 
   /** In-memory indexes of large organizations, for lookups with search terms; none: the database answers all. */
@@ -123,7 +123,7 @@ export class SignatoryLookup {
     this.#maxPageSize = maxPageSize;
     // A lookup's scope is read from these tables, and from user_tallies, which every write changes
     // in the transaction that bumps its organization's version (or deletes a room).
-    this.#scopes = new ChangeScopedCache((options.changes ?? NO_CHANGE_SOURCE).about(['organizations', 'rooms']), SCOPE_CACHE_ENTRIES);
+    this.#scopes = new ChangeScopedCache((options.changes ?? NO_CHANGE_SOURCE).about(LOOKUP_SCOPE_TABLES), SCOPE_CACHE_ENTRIES);
     this.#indexes = options.indexes;
     this.#pageUsers = new PageUserReads(db);
   }
@@ -132,8 +132,8 @@ export class SignatoryLookup {
   async lookup(orgId: string, roomId: string, request: LookupRequest, asOf = performance.now()): Promise<Buffer> {
     const pageRequest = { page: request.page, size: effectivePageSize(request.size, this.#maxPageSize) };
     const sort = { by: request.sortBy, direction: request.sortDirection };
-    // A repeated lookup is answered from the caches after one query for the
-    // current directory version; what is cached under a version is consistent.
+    // A repeated lookup is answered from the caches once the current directory version is known
+    // (a read, or the index's latest read of its changes); what is cached under a version is consistent.
     const scope = await this.#scope(this.#db, orgId, roomId, { cachedAsOf: asOf });
     const scopeKeys = lookupKeys(scope, request, pageRequest, sort);
     const cached = this.#pages.get(scopeKeys.page);
@@ -241,12 +241,13 @@ export class SignatoryLookup {
    * The answer without a transaction, when the organization's index is held at exactly the
    * lookup's version (with the room's members, if the filter needs them): the total and the page's
    * seqs from the index (without terms, the total from the tallies read with the scope), and the
-   * page's users in one statement shared with the other lookups computed at the moment, which
-   * tells whether they are still as they were at that version (PageUserReads): commits since that
-   * touch none of them do not matter. Undefined when one of them changed since (the snapshot
-   * answers) or the index is not held. Under steady writes most answers are computed again here:
-   * on PostgreSQL, a share of one round trip instead of five (the transaction, the scope, the
-   * count, the users, the commit).
+   * page's users from earlier answers and the index's change reads (#knownUsers), or else in one
+   * statement shared with the other lookups computed at the moment, which tells whether they are
+   * still as they were at that version (PageUserReads): commits since that touch none of them do
+   * not matter. Undefined when one of them changed since (the snapshot answers) or the index is
+   * not held. Under steady writes most answers are computed again here, most of them without a
+   * read (on PostgreSQL, a read is a share of one round trip instead of five: the transaction,
+   * the scope, the count, the users, the commit).
    */
   async #fromHeldIndex(
     keys: LookupKeys,
@@ -367,9 +368,13 @@ export class SignatoryLookup {
     const asOf = options.cachedAsOf;
     // An organization whose index is held: its scope as read with the changes the index takes in.
     const withChanges = asOf !== undefined ? await this.#indexes?.scopeAsOf(orgId, roomId, asOf, INDEX_CATCH_UP_MS) : undefined;
-    const scope =
-      (withChanges !== undefined ? roomScopeOf(withChanges, roomId) : undefined) ??
-      (asOf !== undefined ? await this.#scopes.read(`${orgId}\0${roomId}`, read, asOf) : await read()).found;
+    let scope = withChanges !== undefined ? roomScopeOf(withChanges, roomId) : undefined;
+    if (scope === undefined && asOf !== undefined) {
+      scope = (await this.#scopes.read(`${orgId}\0${roomId}`, read, asOf)).found;
+      // From the index's next update on, read with its changes.
+      if (scope?.roomExists === true) this.#indexes?.askScope(orgId, roomId);
+    }
+    scope ??= (await read()).found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId, tallies: scope.tallies };

@@ -924,4 +924,65 @@ describe('SearchIndexes', () => {
     assert.equal(indexes.index('acme', 1), undefined);
     assert.equal(held.jobs.length, 1, 'the queued load never started');
   });
+
+  it('gives a lookup the scope read with the changes only for a room asked for, and only if that read began after the lookup arrived or nothing changed since', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, jobs, reads } = fakeLoader(directory);
+    // The scope as the change read finds it: of its version, with the rooms asked for ('gone' does not exist).
+    const changesSince: DirectoryReads['changesSince'] = async (job) => {
+      const read = await reads.changesSince(job);
+      if (read.kind !== 'changes') return read;
+      const rooms = (job.scopeRooms ?? []).filter((roomId) => roomId !== 'gone');
+      const organization = { id: job.orgId, externalSignatories: false, directoryVersion: read.version, hasNonCandidates: false };
+      return { ...read, scope: { organization, tallies: [], rooms: new Map(rooms.map((roomId) => [roomId, []])), asked: new Set(job.scopeRooms) } };
+    };
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, { ...reads, changesSince });
+    indexes.index('acme', 1);
+    await settled(indexes);
+    let token = 1;
+    // A notice that arrives while the lookup catches up: the token moves then, not before.
+    let late: (() => void) | undefined;
+    const source: ChangeSource = {
+      token: () => token,
+      catchUp: () => (late === undefined ? undefined : Promise.resolve().then(late)),
+      about: () => source,
+    };
+    indexes.watch(source, 60_000);
+    const change = (version: number, user: ChangedUser) => directory.set('acme', { version, users: 10, changes: { changed: [user], rooms: [] } });
+    const changesRead = () => jobs.filter((job) => job.kind === 'changes').length;
+
+    assert.equal(await indexes.scopeAsOf('acme', 'board', performance.now(), 100), undefined, 'no room asked for yet');
+    indexes.askScope('acme', 'board');
+    indexes.askScope('acme', 'gone');
+    change(2, { ...changedUser(3, { rooms: ['board'] }), shown: { firstname: 'Ann', lastname: 'Lee', email: 'ann@acme.example' } });
+    token = 2;
+    indexes.index('acme', 2);
+    await settled(indexes);
+    assert.equal((await indexes.scopeAsOf('acme', 'board', performance.now(), 100))?.organization.directoryVersion, 2, 'nothing changed since the read');
+    assert.equal(changesRead(), 1);
+    assert.equal((await indexes.scopeAsOf('acme', 'gone', performance.now(), 100))?.rooms.has('gone'), false, 'a room that does not exist');
+    assert.equal(await indexes.scopeAsOf('acme', 'other', performance.now(), 100), undefined, 'a room not asked for');
+    assert.equal(indexes.changedUserAt('acme', 2, 'board', 3)?.shown?.firstname, 'Ann');
+    assert.equal(indexes.changedUserAt('acme', 1, 'board', 3), undefined, 'not as it was before the read');
+
+    // A commit the token tells of: the lookup waits for a read that began after it arrived.
+    change(3, changedUser(4));
+    token = 3;
+    const arrived = performance.now();
+    assert.equal((await indexes.scopeAsOf('acme', 'board', arrived, 1000))?.organization.directoryVersion, 3);
+    assert.equal(changesRead(), 2);
+    assert.equal(indexes.changedUserAt('acme', 3, 'board', 3)?.shown?.email, 'ann@acme.example', 'unchanged since version 2');
+    // A lookup that arrived before that read began, with nothing committed since: no read of its own.
+    assert.equal((await indexes.scopeAsOf('acme', 'board', arrived, 1000))?.organization.directoryVersion, 3);
+    assert.equal(changesRead(), 2);
+
+    // A commit whose notice arrives only as the lookup catches up: never the scope read before it.
+    change(4, changedUser(5));
+    late = () => {
+      token = 4;
+    };
+    assert.equal((await indexes.scopeAsOf('acme', 'board', performance.now(), 1000))?.organization.directoryVersion, 4);
+    assert.equal(changesRead(), 3);
+    await indexes.close();
+  });
 });

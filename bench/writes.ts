@@ -258,7 +258,7 @@ try {
   if (alone.errors + beside.errors + ceilingErrors > 0)
     console.log(`\n(lookup errors: ${alone.errors} alone, ${ceilingErrors} in the ceiling phase, ${beside.errors} beside the writes)`);
 } finally {
-  for (const server of servers) server.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // Each server gone before its database and files are removed.
+  await Promise.all(servers.map(stopSignroom));
   await cleanUp([database, copy], [dataDir, dirB, copyDir], log);
 }

@@ -369,12 +369,11 @@ export class SignatoryLookup {
     // An organization whose index is held: its scope as read with the changes the index takes in.
     const withChanges = asOf !== undefined ? await this.#indexes?.scopeAsOf(orgId, roomId, asOf, INDEX_CATCH_UP_MS) : undefined;
     let scope = withChanges !== undefined ? roomScopeOf(withChanges, roomId) : undefined;
-    if (scope === undefined && asOf !== undefined) {
-      scope = (await this.#scopes.read(`${orgId}\0${roomId}`, read, asOf)).found;
+    if (scope === undefined) {
+      scope = (asOf !== undefined ? await this.#scopes.read(`${orgId}\0${roomId}`, read, asOf) : await read()).found;
       // From the index's next update on, read with its changes.
-      if (scope?.roomExists === true) this.#indexes?.askScope(orgId, roomId);
+      if (asOf !== undefined && scope?.roomExists === true) this.#indexes?.askScope(orgId, roomId);
     }
-    scope ??= (await read()).found;
     if (scope === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
     if (!scope.roomExists) throw new ProblemError('room-not-found', `Signing room "${roomId}" does not exist in organization "${orgId}".`);
     return { ...scope.organization, roomId, tallies: scope.tallies };

@@ -44,21 +44,24 @@ const lookupScopeRows = compiledOnce(['orgId', 'roomId'], (db, { orgId, roomId }
     .where('o.id', '=', orgId),
 );
 
+/** What a lookup of one room reads of its organization: the organization, whether the room exists, and the tallies of both. */
+export interface RoomScope {
+  organization: OrganizationRow;
+  roomExists: boolean;
+  tallies: { organization: Tally[]; members: Tally[] };
+}
+
 /**
  * The organization, whether the room exists in it, and the organization's users and the room's
  * members tallied by kind, in one statement (so all of one version: the tallies count what a
  * lookup without terms finds at `directoryVersion`); undefined for an unknown organization.
  */
-export async function findLookupScope(
-  db: Kysely<Database>,
-  orgId: string,
-  roomId: string,
-): Promise<{ organization: OrganizationRow; roomExists: boolean; tallies: { organization: Tally[]; members: Tally[] } } | undefined> {
+export async function findLookupScope(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomScope | undefined> {
   // By key, read again after every commit to the organization: named (prepared-statements.ts), built once (compiled-once.ts).
   const rows = await preparedStatements(() => lookupScopeRows(db, { orgId, roomId }));
   const row = rows[0];
   if (row === undefined) return undefined;
-  const tallies: { organization: Tally[]; members: Tally[] } = { organization: [], members: [] };
+  const tallies: RoomScope['tallies'] = { organization: [], members: [] };
   for (const tally of rows) {
     if (tally.room_id === null) continue;
     (tally.room_id === '' ? tallies.organization : tallies.members).push(toTally(tally as TallyRow));
@@ -86,10 +89,7 @@ export interface DirectoryScope {
 }
 
 /** What findLookupScope reads, taken from a DirectoryScope; undefined when the room was not asked for. */
-export function roomScopeOf(
-  scope: DirectoryScope,
-  roomId: string,
-): { organization: OrganizationRow; roomExists: boolean; tallies: { organization: Tally[]; members: Tally[] } } | undefined {
+export function roomScopeOf(scope: DirectoryScope, roomId: string): RoomScope | undefined {
   if (!scope.asked.has(roomId)) return undefined;
   const members = scope.rooms.get(roomId);
   return { organization: scope.organization, roomExists: members !== undefined, tallies: { organization: scope.tallies, members: members ?? [] } };

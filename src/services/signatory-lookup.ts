@@ -14,10 +14,9 @@ import {
   signatoryFilter,
   type SortDirection,
   type SortField,
-  type Tally,
 } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
-import { findLookupScope, LOOKUP_SCOPE_TABLES, roomScopeOf, type OrganizationRow } from '../repositories/directory-repository.ts';
+import { findLookupScope, LOOKUP_SCOPE_TABLES, roomScopeOf, type OrganizationRow, type RoomScope } from '../repositories/directory-repository.ts';
 import {
   canUseSearchIndex,
   countSignatories,
@@ -110,7 +109,7 @@ export class SignatoryLookup {
    */
   readonly #computing = new SharedWork<string, Buffer>();
   /** Organization (with its directory version) and room existence, kept while the database is unchanged. */
-  readonly #scopes: ChangeScopedCache<string, { found: Awaited<ReturnType<typeof findLookupScope>> }>;
+  readonly #scopes: ChangeScopedCache<string, { found: RoomScope | undefined }>;
 
   /** The users of pages computed again from the index that no earlier answer or change read holds, read for all the lookups of one moment at once. */
   readonly #pageUsers: PageUserReads;
@@ -504,7 +503,7 @@ interface LookupKeys {
 }
 
 /** The organization and room a lookup reads, with their tallies, at one directory version. */
-type LookupScope = OrganizationRow & { roomId: string; tallies: { organization: Tally[]; members: Tally[] } };
+type LookupScope = OrganizationRow & { roomId: string; tallies: RoomScope['tallies'] };
 
 function lookupKeys(
   scope: LookupScope,

@@ -280,19 +280,24 @@ export class DirectoryService {
 
   async replaceUser(orgId: string, userId: string, body: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<UserBody>> {
     assertSameId(body['id'], userId);
-    return this.#changeUser(orgId, userId, ifMatch, actor, () => body);
+    return this.changeUser(orgId, userId, ifMatch, actor, () => body);
   }
 
   async patchUser(orgId: string, userId: string, patch: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<UserBody>> {
     assertSameId(patch['id'], userId);
-    return this.#changeUser(orgId, userId, ifMatch, actor, (current) => {
+    return this.changeUser(orgId, userId, ifMatch, actor, (current) => {
       // userName reads as the email while unset: it stays unset unless the patch sets it.
       const base: Json = { ...current, userName: current.userName === current.email ? undefined : current.userName };
       return mergePatch(base, patch) as Json;
     });
   }
 
-  async #changeUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor, next: (current: UserBody) => Json): Promise<Tagged<UserBody>> {
+  /**
+   * Writes the user `next` makes of it as it is in the change's transaction (validated as a PUT
+   * body), so a write landing just before is built on, not lost nor a 412 when no `If-Match` was
+   * sent: PATCH here and SCIM's PUT and PATCH compute the new user from the row as it is then.
+   */
+  async changeUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor, next: (current: UserBody) => Json): Promise<Tagged<UserBody>> {
     return changeDirectory(this.#db, orgId, actor, async (change) => {
       const existing = await this.#existingUser(change.trx, orgId, userId);
       const current = tagged(toUser(existing));

@@ -72,3 +72,58 @@ function withMembers(value: object, keep: (name: string) => boolean): unknown {
     typeof item === 'object' && item !== null ? Object.fromEntries(Object.entries(item).filter(([sub]) => keep(sub.toLowerCase()))) : item;
   return Array.isArray(value) ? value.map(filtered) : filtered(value);
 }
+
+/**
+ * A resource's attribute names as its schema spells them, each with the names of its
+ * sub-attributes (null: none kept here), for reading what clients send: attribute names ignore
+ * case (RFC 7643 §2.1), and a write of `Active` or `Name.GivenName` means `active` and `name.givenName`.
+ */
+export type AttributeNames = { readonly [name: string]: AttributeNames | null };
+
+function spelled(names: AttributeNames, key: string): string | undefined {
+  const lower = key.toLowerCase();
+  return Object.keys(names).find((name) => name.toLowerCase() === lower);
+}
+
+/**
+ * `value` with every attribute name `names` knows spelled as the schema does, in sub-attributes
+ * and in each item of a multi-valued one too; names it does not know are left as sent.
+ */
+export function withSchemaNames(value: unknown, names: AttributeNames): unknown {
+  if (Array.isArray(value)) return value.map((item) => withSchemaNames(item, names));
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) {
+    const name = spelled(names, key);
+    const subNames = name === undefined ? null : names[name];
+    out[name ?? key] = subNames === null || subNames === undefined ? member : withSchemaNames(member, subNames);
+  }
+  return out;
+}
+
+/**
+ * A PATCH path with its attribute and sub-attribute spelled as the schema does: `Name.GivenName`
+ * is `name.givenName`, `Emails[type eq "work"].Value` is `emails[type eq "work"].value`, an
+ * extension's `urn:…:User:External` its `urn:…:User:external` (a filter's own names already
+ * ignore case). A path of another shape is left as sent.
+ */
+export function pathWithSchemaNames(path: string, names: AttributeNames): string {
+  const lower = path.toLowerCase();
+  const whole = Object.keys(names).find((name) => name.startsWith('urn:') && lower === name.toLowerCase());
+  if (whole !== undefined) return whole;
+  const extension = Object.keys(names).find((name) => name.startsWith('urn:') && lower.startsWith(`${name.toLowerCase()}:`));
+  if (extension !== undefined) {
+    const rest = path.slice(extension.length + 1);
+    const sub = spelled(names[extension] ?? {}, rest);
+    return `${extension}:${sub ?? rest}`;
+  }
+  const parts = /^([^.[\]]+)(\[[^\]]*\])?(?:\.([^.[\]]+))?$/.exec(path);
+  if (parts === null) return path;
+  const [, attribute, filter = '', subAttribute] = parts;
+  const name = spelled(names, attribute!);
+  if (name === undefined) return path;
+  const subNames = names[name];
+  const sub =
+    subAttribute === undefined ? undefined : ((subNames === null || subNames === undefined ? undefined : spelled(subNames, subAttribute)) ?? subAttribute);
+  return `${name}${filter}${sub === undefined ? '' : `.${sub}`}`;
+}

@@ -1,7 +1,7 @@
 import type { Filter } from 'scim2-parse-filter';
 import { patchOperations } from './user-resource.ts';
 import { ScimError } from './scim-error.ts';
-import { unqualified } from './attributes.ts';
+import { unqualified, withSchemaNames, type AttributeNames } from './attributes.ts';
 import { parseFilter } from './user-filter.ts';
 
 /**
@@ -60,10 +60,14 @@ export interface GroupChange {
   removeAll?: boolean;
 }
 
+/** RFC 7643's Group as a write may name it (names ignore case). */
+const MEMBER_NAMES: AttributeNames = { value: null, display: null, $ref: null, type: null };
+const GROUP_NAMES: AttributeNames = { displayName: null, members: MEMBER_NAMES, externalId: null, id: null, meta: null, schemas: null };
+
 function memberValues(value: unknown, where: string): string[] {
   const list = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
   return list.map((member, k) => {
-    const id = typeof member === 'object' && member !== null ? (member as Record<string, unknown>)['value'] : undefined;
+    const id = typeof member === 'object' && member !== null ? (withSchemaNames(member, MEMBER_NAMES) as Record<string, unknown>)['value'] : undefined;
     if (typeof id !== 'string' || id === '') throw new ScimError(400, `${where}[${k}].value must be a user id.`, 'invalidValue');
     return id;
   });
@@ -81,7 +85,8 @@ function externalIdValue(value: unknown): string | null {
 }
 
 /** A whole group body (POST, PUT) as the change it makes: `members` absent means none. */
-export function groupFromScim(body: Record<string, unknown>, id?: string): GroupChange {
+export function groupFromScim(sent: Record<string, unknown>, id?: string): GroupChange {
+  const body = withSchemaNames(sent, GROUP_NAMES) as Record<string, unknown>;
   if (id !== undefined && body['id'] !== undefined && body['id'] !== id) throw new ScimError(400, '"id" is read-only.', 'mutability');
   return {
     name: nameValue(body['displayName']),

@@ -107,17 +107,28 @@ export class ScimUsers {
     locationOf: (id: string) => string,
   ): Promise<ScimUser> {
     if (body['id'] !== undefined && body['id'] !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
-    const current = await asScim(() => this.#directory.user(orgId, userId));
-    const user = userFromScim(body, current.body.status);
-    return scimUserOf(await asScim(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch, actor)), locationOf);
+    return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) => userFromScim(body, current));
   }
 
   async patch(orgId: string, userId: string, body: unknown, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
-    const current = await asScim(() => this.#directory.user(orgId, userId));
-    const patched = patchScimUser(toScimUser(current.body, locationOf(userId), current.etag), body);
-    const user = userFromScim(patched, current.body.status);
-    // The version read is the one patched: a write landing in between is a 412, not lost.
-    return scimUserOf(await asScim(() => this.#directory.replaceUser(orgId, userId, { id: userId, ...user }, ifMatch ?? current.etag, actor)), locationOf);
+    return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) =>
+      userFromScim(patchScimUser(toScimUser(current, locationOf(userId), etagOf(current)), body), current),
+    );
+  }
+
+  /** A PUT or PATCH: the user `next` makes of it as it is in the write's transaction (a concurrent write is built on, not a 412 unless `ifMatch` says so). */
+  async #change(
+    orgId: string,
+    userId: string,
+    ifMatch: string | undefined,
+    actor: Actor,
+    locationOf: (id: string) => string,
+    next: (current: UserBody) => Record<string, unknown>,
+  ): Promise<ScimUser> {
+    return scimUserOf(
+      await asScim(() => this.#directory.changeUser(orgId, userId, ifMatch, actor, (current) => ({ ...next(current), id: userId }))),
+      locationOf,
+    );
   }
 
   async delete(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {

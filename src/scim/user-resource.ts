@@ -1,7 +1,8 @@
 import { scimPatch, type ScimPatchOperation, type ScimResource } from 'scim-patch';
 import type { UserBody } from '../schemas/directory.ts';
 import { displayName } from '../domain/signatory-rules.ts';
-import { unqualified } from './attributes.ts';
+import { isObject } from '../domain/directory-entities.ts';
+import { pathWithSchemaNames, unqualified, withSchemaNames, type AttributeNames } from './attributes.ts';
 import { ScimError } from './scim-error.ts';
 
 /**
@@ -76,15 +77,19 @@ function emailOf(emails: unknown): string | undefined {
 
 /**
  * The directory user a SCIM User body describes, as the REST routes take it (`status` from
- * `active`: false suspends; true activates a suspended user and keeps a pending one pending).
+ * `active`: false suspends; true activates a suspended user and keeps a pending one pending;
+ * `external` from the signroom extension, kept as `current` has it when the body does not give
+ * it: identity providers that know nothing of the extension send none).
  * `displayName`, `meta`, attributes not kept and the enterprise extension are ignored.
  */
-export function userFromScim(resource: Record<string, unknown>, currentStatus: UserBody['status'] | undefined): Record<string, unknown> {
+export function userFromScim(body: Record<string, unknown>, current: Pick<UserBody, 'status' | 'external'> | undefined): Record<string, unknown> {
+  const resource = withSchemaNames(body, USER_NAMES) as Record<string, unknown>;
   const userName = stringOf(resource['userName'], 'userName');
   if (userName === undefined || userName.trim() === '') throw new ScimError(400, '"userName" is required.', 'invalidValue');
   const name = objectOf(resource['name'], 'name');
   const active = booleanOf(resource['active'], 'active');
   const extension = objectOf(resource[SIGNROOM_USER_SCHEMA], SIGNROOM_USER_SCHEMA);
+  const currentStatus = current?.status;
   const status = active === false ? 'suspended' : currentStatus === undefined || currentStatus === 'suspended' ? 'active' : currentStatus;
   return {
     userName,
@@ -92,40 +97,53 @@ export function userFromScim(resource: Record<string, unknown>, currentStatus: U
     firstname: stringOf(name['givenName'], 'name.givenName') ?? null,
     lastname: stringOf(name['familyName'], 'name.familyName') ?? null,
     externalId: stringOf(resource['externalId'], 'externalId'),
-    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? false,
+    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? current?.external ?? false,
     status,
   };
 }
 
-/** Attributes of RFC 7643's User that a write may name: kept ones, and the rest accepted and ignored. */
-const USER_ATTRIBUTES = new Set(
-  [
-    'userName',
-    'name',
-    'displayName',
-    'nickName',
-    'profileUrl',
-    'title',
-    'userType',
-    'preferredLanguage',
-    'locale',
-    'timezone',
-    'active',
-    'password',
-    'emails',
-    'phoneNumbers',
-    'ims',
-    'photos',
-    'addresses',
-    'groups',
-    'entitlements',
-    'roles',
-    'x509Certificates',
-    'externalId',
-    'schemas',
-  ].map((attribute) => attribute.toLowerCase()),
-);
+/** RFC 7643's User as a write may name it (sub-attributes of those a user keeps), the signroom extension, and the enterprise one (ignored). */
+const USER_NAMES: AttributeNames = {
+  ...Object.fromEntries(
+    [
+      'userName',
+      'displayName',
+      'nickName',
+      'profileUrl',
+      'title',
+      'userType',
+      'preferredLanguage',
+      'locale',
+      'timezone',
+      'active',
+      'password',
+      'phoneNumbers',
+      'ims',
+      'photos',
+      'addresses',
+      'groups',
+      'entitlements',
+      'roles',
+      'x509Certificates',
+      'externalId',
+      'schemas',
+      'id',
+      'meta',
+    ].map((name) => [name, null]),
+  ),
+  name: { formatted: null, familyName: null, givenName: null, middleName: null, honorificPrefix: null, honorificSuffix: null },
+  emails: { value: null, display: null, type: null, primary: null },
+  [SIGNROOM_USER_SCHEMA]: { external: null },
+  [ENTERPRISE_USER_SCHEMA]: null,
+};
 const READ_ONLY = new Set(['id', 'meta']);
+/** Attributes of RFC 7643's User that a write may name, lower-cased: kept ones, and the rest accepted and ignored. */
+const USER_ATTRIBUTES = new Set(
+  Object.keys(USER_NAMES)
+    .filter((name) => !name.startsWith('urn:'))
+    .map((name) => name.toLowerCase())
+    .filter((name) => !READ_ONLY.has(name)),
+);
 /** The attributes a user keeps (the rest of USER_ATTRIBUTES are accepted and ignored). */
 const KEPT = new Set(['username', 'name', 'emails', 'active', 'externalid']);
 
@@ -192,31 +210,40 @@ function withPathsApart(operation: ScimPatchOperation): ScimPatchOperation[] {
   const { op } = operation;
   const value = (operation as { value?: unknown }).value;
   const extensionOps = (extension: unknown) =>
-    Object.entries(objectOf(extension, SIGNROOM_USER_SCHEMA)).map(([attribute, attributeValue]) => ({
-      op,
-      path: `${SIGNROOM_USER_SCHEMA}:${attribute}`,
-      value: attributeValue,
-    }));
+    Object.entries(withSchemaNames(objectOf(extension, SIGNROOM_USER_SCHEMA), USER_NAMES[SIGNROOM_USER_SCHEMA] ?? {}) as object).map(
+      ([attribute, attributeValue]) => ({
+        op,
+        path: `${SIGNROOM_USER_SCHEMA}:${attribute}`,
+        value: attributeValue,
+      }),
+    );
   if (operation.path !== undefined) {
-    const path = unqualified(operation.path, 'User');
-    if (op !== 'remove' && path.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase()) return extensionOps(value);
-    return [{ ...operation, path }];
+    const path = pathWithSchemaNames(unqualified(operation.path, 'User'), USER_NAMES);
+    if (op !== 'remove' && path === SIGNROOM_USER_SCHEMA) return extensionOps(value);
+    return [{ ...operation, path, ...(value !== undefined ? { value: withSchemaNames(value, USER_NAMES[path] ?? {}) } : {}) }];
   }
   if (op === 'remove' || typeof value !== 'object' || value === null || Array.isArray(value)) return [operation];
   const plain: Record<string, unknown> = {};
   const apart: ScimPatchOperation[] = [];
   for (const [key, member] of Object.entries(value)) {
-    const name = unqualified(key, 'User');
-    if (name.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase()) apart.push(...extensionOps(member));
+    const name = pathWithSchemaNames(unqualified(key, 'User'), USER_NAMES);
+    const subNames = USER_NAMES[name];
+    if (name === SIGNROOM_USER_SCHEMA) apart.push(...extensionOps(member));
     else if (name.includes('[')) apart.push({ op, path: name, value: member });
-    else plain[name] = member;
+    // A complex attribute's sub-attributes that the value leaves out stay as they are (RFC 7644 §3.5.2.1, §3.5.2.3).
+    else if (subNames != null && isObject(member))
+      apart.push(...Object.entries(withSchemaNames(member, subNames) as object).map(([sub, subValue]) => ({ op, path: `${name}.${sub}`, value: subValue })));
+    else plain[name] = subNames != null ? withSchemaNames(member, subNames) : member;
   }
   return Object.keys(plain).length === 0 ? apart : [{ ...operation, value: plain }, ...apart];
 }
 
+/** A PatchOp message's attribute names (RFC 7644 §3.5.2): `value` is the resource's. */
+const PATCH_NAMES: AttributeNames = { schemas: null, Operations: { op: null, path: null, value: null } };
+
 /** The operations of a PatchOp body, each `op` lower-cased; 400 `invalidSyntax` when the body is not one. */
 export function patchOperations(body: unknown): ScimPatchOperation[] {
-  const operations = objectOf(body, 'body')['Operations'];
+  const operations = (withSchemaNames(objectOf(body, 'body'), PATCH_NAMES) as Record<string, unknown>)['Operations'];
   if (!Array.isArray(operations) || operations.length === 0) throw new ScimError(400, 'A PATCH body has a non-empty "Operations" list.', 'invalidSyntax');
   return operations.map((operation, k) => {
     const fields = objectOf(operation, `Operations[${k}]`);

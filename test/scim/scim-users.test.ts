@@ -276,6 +276,147 @@ describe('SCIM /Users', () => {
     assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json().emails[0].value, 'quinn.q@acme.example');
   });
 
+  it('takes attribute names in any case (RFC 7643 §2.1), in bodies, paths and pathless values', async () => {
+    const created = await call('POST', `${SCIM}/Users`, {
+      Schemas: [USER],
+      UserName: 'carla.case@acme.example',
+      Name: { GivenName: 'Carla', FamilyName: 'Case' },
+      Emails: [{ Value: 'carla.case@acme.example', Primary: true, Type: 'work' }],
+      ExternalID: 'case-1',
+    });
+    assert.equal(created.statusCode, 201, created.body);
+    const user = created.json();
+    assert.deepEqual(
+      [user.userName, user.name, user.emails[0].value, user.externalId],
+      ['carla.case@acme.example', { givenName: 'Carla', familyName: 'Case' }, 'carla.case@acme.example', 'case-1'],
+    );
+    const id = user.id as string;
+    const patch = (body: unknown) => call('PATCH', `${SCIM}/Users/${id}`, body);
+    // A deactivation by any spelling suspends: the next lookup leaves the user out.
+    const off = await patch({ schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'Active', value: 'False' }] });
+    assert.equal(off.statusCode, 200, off.body);
+    assert.equal(off.json().active, false);
+    assert.ok(!(await lookupEmails('searchQuery=carla.case')).includes('carla.case@acme.example'));
+    const on = await patch({ schemas: [PATCH_OP], operations: [{ OP: 'replace', Value: { ACTIVE: true } }] });
+    assert.equal(on.statusCode, 200, on.body);
+    assert.equal(on.json().active, true);
+    assert.ok((await lookupEmails('searchQuery=carla.case')).includes('carla.case@acme.example'));
+    const renamed = await patch({
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'Replace', path: 'Name.GivenName', value: 'Carlota' },
+        { op: 'Replace', value: { 'NAME.FAMILYNAME': 'Caso', 'Emails[Type eq "work"].Value': 'carlota.caso@acme.example' } },
+        { op: 'add', path: 'urn:signroom:params:scim:schemas:extension:2.0:user:External', value: true },
+      ],
+    });
+    assert.equal(renamed.statusCode, 200, renamed.body);
+    const after = renamed.json();
+    assert.deepEqual(
+      [after.name, after.emails, after['urn:signroom:params:scim:schemas:extension:2.0:User']],
+      [{ givenName: 'Carlota', familyName: 'Caso' }, [{ value: 'carlota.caso@acme.example', type: 'work', primary: true }], { external: true }],
+    );
+    // No attribute of another spelling was stored beside the user's own.
+    const read = (await call('GET', `${SCIM}/Users/${id}`)).json();
+    assert.deepEqual(
+      Object.keys(read).sort(),
+      [
+        'displayName',
+        'emails',
+        'externalId',
+        'id',
+        'meta',
+        'name',
+        'schemas',
+        'urn:signroom:params:scim:schemas:extension:2.0:User',
+        'userName',
+        'active',
+      ].sort(),
+    );
+    const replaced = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER],
+      USERNAME: 'carla.case@acme.example',
+      ACTIVE: 'False',
+      NAME: { givenname: 'Carla' },
+    });
+    assert.equal(replaced.statusCode, 200, replaced.body);
+    assert.deepEqual([replaced.json().name, replaced.json().active], [{ givenName: 'Carla' }, false]);
+  });
+
+  it('leaves the sub-attributes a pathless add or replace of a complex attribute does not name as they are (RFC 7644 §3.5.2)', async () => {
+    const created = await call('POST', `${SCIM}/Users`, {
+      schemas: [USER],
+      userName: 'mona.merge@acme.example',
+      name: { givenName: 'Mona', familyName: 'Merge' },
+    });
+    const id = created.json().id as string;
+    const patch = (operation: unknown) => call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [operation] });
+    const added = await patch({ op: 'add', value: { name: { givenName: 'Monika' } } });
+    assert.equal(added.statusCode, 200, added.body);
+    assert.deepEqual(added.json().name, { givenName: 'Monika', familyName: 'Merge' });
+    const replaced = await patch({ op: 'Replace', value: { name: { familyName: 'Merger' }, active: true } });
+    assert.equal(replaced.statusCode, 200, replaced.body);
+    assert.deepEqual(replaced.json().name, { givenName: 'Monika', familyName: 'Merger' });
+    const rest = await t.app.inject({ url: `/admin/api/v3/organizations/acme/users/${id}`, headers: { authorization: basic('root', 'root-password') } });
+    assert.deepEqual([rest.json().firstname, rest.json().lastname], ['Monika', 'Merger']);
+  });
+
+  it('builds a PATCH without If-Match on the user as it is when it is written: concurrent patches all land, none is a 412', async () => {
+    const created = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'cora.concurrent@acme.example', name: { givenName: 'Cora' } });
+    const id = created.json().id as string;
+    const givenNames = Array.from({ length: 8 }, (_, k) => `Cora${k}`);
+    const externalIds = Array.from({ length: 8 }, (_, k) => `cc-${k}`);
+    const answers = await Promise.all([
+      ...givenNames.map((value) =>
+        call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'name.givenName', value }] }),
+      ),
+      ...externalIds.map((value) => call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'externalId', value }] })),
+    ]);
+    assert.deepEqual(
+      answers.map((answer) => answer.statusCode),
+      answers.map(() => 200),
+    );
+    const now = (await call('GET', `${SCIM}/Users/${id}`)).json();
+    assert.ok(givenNames.includes(now.name.givenName));
+    assert.ok(externalIds.includes(now.externalId));
+    // With If-Match, a stale version still fails.
+    const stale = await call(
+      'PATCH',
+      `${SCIM}/Users/${id}`,
+      { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'externalId', value: 'late' }] },
+      {
+        'if-match': created.json().meta.version,
+      },
+    );
+    assertScimError(stale, 412);
+    assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json().externalId, now.externalId);
+  });
+
+  it('keeps the signroom extension as it is on a PUT that does not send it (Okta sends none)', async () => {
+    const extension = 'urn:signroom:params:scim:schemas:extension:2.0:User';
+    const created = await call('POST', `${SCIM}/Users`, { schemas: [USER, extension], userName: 'pia.partner@acme.example', [extension]: { external: true } });
+    assert.equal(created.json()[extension].external, true);
+    const id = created.json().id as string;
+    const put = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER],
+      id,
+      userName: 'pia.partner@acme.example',
+      name: { givenName: 'Pia', familyName: 'Partner' },
+      emails: [{ primary: true, value: 'pia.partner@acme.example', type: 'work' }],
+      active: true,
+      password: 'N3wSecr3t!',
+      groups: [],
+      locale: 'en-US',
+    });
+    assert.equal(put.statusCode, 200, put.body);
+    assert.equal(put.json()[extension].external, true);
+    const sent = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER, extension],
+      userName: 'pia.partner@acme.example',
+      [extension]: { external: false },
+    });
+    assert.equal(sent.json()[extension].external, false);
+  });
+
   it('reads filter values as JSON strings (a backslash escaped or not), bare words as strings, and paging numbers of any size', async () => {
     const created = await call('POST', `${SCIM}/Users`, {
       schemas: [USER],

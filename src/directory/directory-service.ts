@@ -2,8 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../db/tables.ts';
 import { ifMatchTags } from '../domain/entity-tags.ts';
-import { instantOf } from '../domain/instants.ts';
-import { Collector, idAt, MAX_NAME_LENGTH, stringAt, validateUser, type Json } from '../domain/directory-entities.ts';
+import { Collector, idAt, type Json } from '../domain/directory-entities.ts';
+import { checkIfMatch, checkSameId, mergePatch, problemParameters, readInstants, readName, readUserBody } from '../domain/directory-requests.ts';
 import { searchTerms } from '../domain/fold.ts';
 import { effectivePageSize, toPage as pageFor, type Page } from '../domain/paging.ts';
 import { sortKeyOrder, type SortDirection, type SortField, type UserStatus } from '../domain/signatory-rules.ts';
@@ -84,8 +84,10 @@ export function assertMembershipPrecondition(ifMatch: string | undefined, isMemb
 function validIfMatch(ifMatch: string | undefined): string[] | '*' | undefined {
   const tags = ifMatchTags(ifMatch);
   if (tags === 'malformed') {
+    const problems = new Collector();
+    checkIfMatch(ifMatch, problems);
     throw new ProblemError('invalid-parameter', `If-Match must be "*" or a list of quoted entity tags, got ${JSON.stringify(ifMatch)}.`, {
-      errors: [{ parameter: 'If-Match', message: 'must be "*" or a list of quoted entity tags' }],
+      errors: problemParameters(problems.problems),
     });
   }
   return tags;
@@ -133,55 +135,26 @@ function toAuditEvent(row: Selectable<AuditEventTable>): AuditEventBody {
 }
 
 /** 400 naming every problem, with the field as its parameter. */
-function invalid(problems: readonly { path: string; message: string }[]): ProblemError {
-  const errors: ParameterError[] = problems.map((problem) => ({ parameter: problem.path.replace(/^\$?\./, '') || 'body', message: problem.message }));
+export function invalid(problems: readonly { path: string; message: string }[]): ProblemError {
+  const errors: ParameterError[] = problemParameters(problems);
   return new ProblemError('invalid-parameter', errors.map((error) => `${error.parameter} ${error.message}`).join('; '), { errors });
 }
 
 /** 400 when an `id` sent in a body is not the resource's own. */
 function assertSameId(sent: unknown, id: string): void {
-  if (sent !== undefined && sent !== id) {
-    throw invalid([{ path: 'id', message: `must be "${id}" (the id in the URL) if sent; ids cannot be changed` }]);
-  }
-}
-
-/** RFC 7396: the patch applied to the target; `null` removes a member, objects merge, anything else replaces. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const result: Record<string, unknown> =
-    typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete result[key];
-    else result[key] = mergePatch(result[key], value);
-  }
-  return result;
+  const problems = new Collector();
+  checkSameId(sent, id, problems);
+  if (problems.problems.length > 0) throw invalid(problems.problems);
 }
 
 /** The user fields of a body, validated by the import file's rules; 400 naming every bad field. */
 function userWrite(body: Json, id: string): UserWrite {
   const problems = new Collector();
-  const user = validateUser({ ...body, id }, '', problems);
-  const userName = optionalText(body, 'userName', problems);
-  const externalId = optionalText(body, 'externalId', problems);
-  if (user === undefined || problems.problems.length > 0) throw invalid(problems.problems);
+  const user = readUserBody(body, id, problems);
+  if (user === undefined) throw invalid(problems.problems);
   // A userName that is the user's own email reads the same unset, and then follows the email; one
   // that differs in case only is kept as given (identity providers read back what they sent).
-  const ownEmail = userName !== null && userName === user.email;
-  return {
-    id: user.id,
-    firstname: user.firstname,
-    lastname: user.lastname,
-    email: user.email,
-    external: user.external,
-    status: user.status,
-    userName: ownEmail ? null : userName,
-    externalId,
-  };
-}
-
-function optionalText(body: Json, key: string, problems: Collector): string | null {
-  if (body[key] === undefined || body[key] === null) return null;
-  return stringAt(body, key, '', MAX_NAME_LENGTH, problems, true) ?? null;
+  return { ...user, userName: user.userName !== null && user.userName === user.email ? null : user.userName };
 }
 
 /**
@@ -190,8 +163,8 @@ function optionalText(body: Json, key: string, problems: Collector): string | nu
  */
 export function nameOf(body: Json, fallback: string): string {
   const problems = new Collector();
-  const name = body['name'] === undefined || body['name'] === null ? fallback : stringAt(body, 'name', '', MAX_NAME_LENGTH, problems, true);
-  if (name === undefined || problems.problems.length > 0) throw invalid(problems.problems);
+  const name = readName(body, fallback, problems);
+  if (name === undefined) throw invalid(problems.problems);
   return name;
 }
 
@@ -387,19 +360,9 @@ export class DirectoryService {
 
   async auditEvents(query: AuditEventQuery, page: number, size: number): Promise<Page<AuditEventBody>> {
     await this.#assertScope(query.orgId);
-    const problems: ParameterError[] = [];
-    const [since, until] = (['since', 'until'] as const).map((key) => {
-      const value = query[key];
-      if (value === undefined) return undefined;
-      const instant = instantOf(value);
-      if (instant === undefined)
-        problems.push({
-          parameter: key,
-          message: 'must be an RFC 3339 date-time (2026-11-27T10:00:00Z, an offset or none for UTC) or a date, years 0000–9999',
-        });
-      return instant;
-    });
-    if (problems.length > 0) throw new ProblemError('invalid-parameter', problems.map((p) => `${p.parameter} ${p.message}`).join('; '), { errors: problems });
+    const problems = new Collector();
+    const { since, until } = readInstants(query, problems);
+    if (problems.problems.length > 0) throw invalid(problems.problems);
     const normalized = { ...query, since, until };
     const effective = effectivePageSize(size, this.#maxPageSize);
     const { total, rows } = await findAuditEvents(this.#db, normalized, page * effective, effective);

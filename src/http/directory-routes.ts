@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Json } from '../domain/directory-entities.ts';
+import { Collector, type Json } from '../domain/directory-entities.ts';
+import { problemParameters, readInstants, writeRequestProblems, type WriteRequest } from '../domain/directory-requests.ts';
 import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import { ProblemError } from '../errors.ts';
 import type { Actor } from '../directory/audit.ts';
@@ -36,6 +37,7 @@ import {
 } from '../schemas/directory.ts';
 import { adminProblemResponses } from '../schemas/problem.ts';
 import { jsonBodyParser } from './json-bodies.ts';
+import { installRequestChecks } from './problem-handlers.ts';
 
 export interface DirectoryRouteOptions {
   directory: DirectoryService;
@@ -52,6 +54,24 @@ const BODY_LIMIT = 64 * 1024;
 const ORG = '/organizations/:organizationId';
 const USERS = `${ORG}/users`;
 const ROOMS = `${ORG}/rooms`;
+
+/** A write route's request checked as a whole before anything is read (domain/directory-requests.ts): its body, the id in `idParam`, If-Match. */
+function checkedWrite(resource: WriteRequest['resource'], idParam?: 'organizationId' | 'userId' | 'roomId') {
+  return {
+    config: {
+      requestProblems: (request: FastifyRequest) =>
+        problemParameters(
+          writeRequestProblems({
+            resource,
+            method: request.method,
+            id: idParam === undefined ? undefined : (request.params as Record<string, string | undefined>)[idParam],
+            body: request.body,
+            ifMatch: request.headers['if-match'],
+          }),
+        ),
+    },
+  };
+}
 
 /** Who acts, as the audit trail names them. */
 function actorOf(request: FastifyRequest): Actor {
@@ -84,6 +104,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, parseJson);
   const at = (...segments: string[]) => `${apiPrefix}/organizations/${path(...segments)}`;
   const write = { bodyLimit: BODY_LIMIT };
+  installRequestChecks(app);
 
   app.get(
     '/organizations',
@@ -112,6 +133,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
         if (request.credentialScope !== '*')
           throw new ProblemError('forbidden', 'Only a credential covering all organizations ("*") may create organizations.');
       },
+      ...checkedWrite('organization'),
       schema: {
         operationId: 'createOrganization',
         tags: ['directory'],
@@ -145,6 +167,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     ORG,
     {
       ...write,
+      ...checkedWrite('organization', 'organizationId'),
       schema: {
         operationId: 'patchOrganization',
         consumes: MERGE_PATCH_TYPES,
@@ -179,6 +202,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     USERS,
     {
       ...write,
+      ...checkedWrite('user'),
       schema: {
         operationId: 'createUser',
         tags: ['directory'],
@@ -214,6 +238,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     `${USERS}/:userId`,
     {
       ...write,
+      ...checkedWrite('user', 'userId'),
       schema: {
         operationId: 'replaceUser',
         tags: ['directory'],
@@ -234,6 +259,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     `${USERS}/:userId`,
     {
       ...write,
+      ...checkedWrite('user', 'userId'),
       schema: {
         operationId: 'patchUser',
         consumes: MERGE_PATCH_TYPES,
@@ -254,6 +280,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
   app.delete(
     `${USERS}/:userId`,
     {
+      ...checkedWrite('user', 'userId'),
       schema: {
         operationId: 'deleteUser',
         tags: ['directory'],
@@ -292,6 +319,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     ROOMS,
     {
       ...write,
+      ...checkedWrite('room'),
       schema: {
         operationId: 'createRoom',
         tags: ['directory'],
@@ -327,6 +355,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     `${ROOMS}/:roomId`,
     {
       ...write,
+      ...checkedWrite('room', 'roomId'),
       schema: {
         operationId: 'replaceRoom',
         tags: ['directory'],
@@ -347,6 +376,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
     `${ROOMS}/:roomId`,
     {
       ...write,
+      ...checkedWrite('room', 'roomId'),
       schema: {
         operationId: 'patchRoom',
         consumes: MERGE_PATCH_TYPES,
@@ -367,6 +397,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
   app.delete(
     `${ROOMS}/:roomId`,
     {
+      ...checkedWrite('room', 'roomId'),
       schema: {
         operationId: 'deleteRoom',
         tags: ['directory'],
@@ -403,6 +434,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
       method: add ? 'PUT' : 'DELETE',
       url: `${ROOMS}/:roomId/members/:userId`,
       bodyLimit: BODY_LIMIT,
+      ...checkedWrite('membership'),
       schema: {
         operationId: add ? 'addRoomMember' : 'removeRoomMember',
         tags: ['directory'],
@@ -425,6 +457,13 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<DirectoryRouteOptions> =
   app.get(
     `${ORG}/audit-events`,
     {
+      config: {
+        requestProblems: (request: FastifyRequest) => {
+          const problems = new Collector();
+          readInstants(request.query as { since?: string; until?: string }, problems);
+          return problemParameters(problems.problems);
+        },
+      },
       schema: {
         operationId: 'listAuditEvents',
         tags: ['audit'],

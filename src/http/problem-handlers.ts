@@ -26,6 +26,45 @@ function instanceOf(request: FastifyRequest): string {
   return query === -1 ? url : url.slice(0, query);
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the request shows wrong by itself beyond its schemas (set by installRequestChecks). */
+    requestProblems?: ParameterError[];
+  }
+  interface FastifyContextConfig {
+    /** The route's checks of a request as a whole, beyond its schemas (see installRequestChecks). */
+    requestProblems?: (request: FastifyRequest) => ParameterError[];
+  }
+}
+
+/**
+ * Runs each route's `config.requestProblems` before its schemas validate the request: when they
+ * refuse it, the 400 names these problems too (see the error handler), and when they pass, the
+ * request is refused with these alone before its handler reads anything. So a 400 names every
+ * bad field whichever check finds it (contract section 8), and a malformed If-Match is a 400
+ * before an unknown user's 404 (section 5: parameters, then existence).
+ */
+export function installRequestChecks(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    const problems = request.routeOptions.config.requestProblems?.(request);
+    if (problems !== undefined && problems.length > 0) request.requestProblems = problems;
+  });
+  app.addHook('preHandler', async (request) => {
+    const problems = request.requestProblems;
+    if (problems !== undefined) throw new ProblemError('invalid-parameter', invalidDetail(problems), { errors: problems });
+  });
+}
+
+/** `errors`, and what the route's own checks found of parameters they do not name. */
+function withRequestProblems(request: FastifyRequest, errors: ParameterError[]): ParameterError[] {
+  const more = (request.requestProblems ?? []).filter((problem) => !errors.some((found) => found.parameter === problem.parameter));
+  return more.length === 0 ? errors : [...errors, ...more];
+}
+
+function invalidDetail(errors: readonly ParameterError[]): string {
+  return `The request is not valid: ${errors.map((entry) => `${entry.parameter} ${entry.message}`).join('; ')}.`;
+}
+
 /** Fastify's own client errors, mapped to our codes. */
 const FASTIFY_CODES: Record<string, ProblemCode> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported-media-type',
@@ -43,7 +82,10 @@ const FASTIFY_CODES: Record<string, ProblemCode> = {
 export function installProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | ProblemError, request, reply) => {
     if (error instanceof ProblemError) {
-      return sendProblem(reply, error.code, error.message, { errors: error.errors, headers: error.headers });
+      // A query's own validator (query-validator.ts) refuses with a problem: the route's checks join it.
+      const errors = error.code === 'invalid-parameter' && error.errors !== undefined ? withRequestProblems(request, error.errors) : error.errors;
+      const detail = errors === error.errors ? error.message : invalidDetail(errors ?? []);
+      return sendProblem(reply, error.code, detail, { errors, headers: error.headers });
     }
     const mapped = error.code !== undefined ? FASTIFY_CODES[error.code] : undefined;
     if (mapped !== undefined) {
@@ -51,10 +93,8 @@ export function installProblemHandlers(app: FastifyInstance): void {
       return sendProblem(reply, mapped, error.message, { errors: [{ parameter, message: error.message }] });
     }
     if (error.validation !== undefined) {
-      const errors = parameterErrors(error.validation, String(error.validationContext ?? 'body'));
-      return sendProblem(reply, 'invalid-parameter', `The request is not valid: ${errors.map((entry) => `${entry.parameter} ${entry.message}`).join('; ')}.`, {
-        errors,
-      });
+      const errors = withRequestProblems(request, parameterErrors(error.validation, String(error.validationContext ?? 'body')));
+      return sendProblem(reply, 'invalid-parameter', invalidDetail(errors), { errors });
     }
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       return sendProblem(reply, 'malformed-request', error.message);

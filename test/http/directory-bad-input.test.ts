@@ -137,6 +137,50 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     ]);
   });
 
+  it("names every bad field at once whichever check finds it: types, rules, an id not the URL's, a malformed If-Match, dates", async () => {
+    const root = { authorization: basic('root', 'root-password') };
+    const cases: [Method, string, unknown, string[], Record<string, string>?][] = [
+      ['PATCH', `${API}/acme/users/u1`, { email: null, firstname: 5 }, ['email', 'firstname']],
+      ['PATCH', `${API}/acme/users/u1`, { id: 'other', email: null }, ['id', 'email']],
+      [
+        'PATCH',
+        `${API}/acme/users/u1`,
+        { email: null, firstname: 5, status: 'x', external: 'no', id: 'other' },
+        ['email', 'firstname', 'status', 'external', 'id'],
+      ],
+      ['PUT', `${API}/acme/users/u1`, { id: 'other', email: 'bad' }, ['id', 'email']],
+      [
+        'POST',
+        `${API}/acme/users`,
+        { firstname: 'a\u0001b', lastname: 'x\u0002', email: 'bad', external: 'x' },
+        ['firstname', 'lastname', 'email', 'external'],
+      ],
+      ['POST', `${API}/acme/rooms`, { id: 'rr', name: 'a\u0001', bogus: 1 }, ['name', 'bogus']],
+      ['POST', API, { id: 'oo', name: 'a\u0001', settings: { externalSignatories: 1 } }, ['name', 'settings.externalSignatories'], root],
+      ['PATCH', `${API}/acme/rooms/board`, { id: 'zz', name: 3 }, ['id', 'name']],
+      ['PATCH', `${API}/acme`, { id: 'other', name: 3 }, ['id', 'name'], root],
+      ['PATCH', `${API}/acme/users/u1`, { firstname: 5 }, ['firstname', 'If-Match'], { 'if-match': 'bad' }],
+      ['PUT', `${API}/acme/rooms/board`, { name: 'a\u0001' }, ['name', 'If-Match'], { 'if-match': 'bad' }],
+      ['GET', `${API}/acme/audit-events?since=bad&size=0`, undefined, ['since', 'size']],
+      ['GET', `${API}/acme/audit-events?until=2026-02-30&action=nope`, undefined, ['until', 'action']],
+    ];
+    for (const [method, url, body, parameters, headers] of cases) {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const problem = await refused(method, url, payload, 400, 'invalid-parameter', parameters, headers);
+      assert.deepEqual(
+        problem.errors.map((error: { parameter: string }) => error.parameter).sort(),
+        [...parameters].sort(),
+        `${method} ${url} ${payload ?? ''}: ${JSON.stringify(problem)}`,
+      );
+    }
+  });
+
+  it('answers a malformed If-Match with 400 before looking for the resource', async () => {
+    await refused('PATCH', `${API}/acme/users/ghost`, JSON.stringify({}), 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'bad' });
+    await refused('DELETE', `${API}/acme/rooms/ghost`, undefined, 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'bad' });
+    await refused('PUT', `${API}/acme/rooms/ghost/members/u1`, undefined, 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'bad' });
+  });
+
   it('refuses a missing email, a null email in a merge patch and an empty room name', async () => {
     await refused('POST', `${API}/acme/users`, JSON.stringify({ id: 'x2' }), 400, 'invalid-parameter', ['email']);
     await refused('PATCH', `${API}/acme/users/u1`, JSON.stringify({ email: null }), 400, 'invalid-parameter', ['email']);

@@ -215,8 +215,12 @@ export class DirectoryService {
       const next = mergePatch(current.body, patch) as Json & { settings?: { externalSignatories?: unknown } };
       const name = nameOf(next, orgId);
       const externalSignatories = next.settings?.externalSignatories === true;
-      if (name === current.body.name && externalSignatories === current.body.settings.externalSignatories) return current;
-      await change.updateOrganization({ name, externalSignatories }, { changed: Object.keys(patch) });
+      const changed = [
+        ...(name !== current.body.name ? ['name'] : []),
+        ...(externalSignatories !== current.body.settings.externalSignatories ? ['settings.externalSignatories'] : []),
+      ];
+      if (changed.length === 0) return current;
+      await change.updateOrganization({ name, externalSignatories }, { changed });
       return tagged(toOrganization((await findOrganization(change.trx, orgId))!));
     });
   }

@@ -25,6 +25,8 @@ import {
   UploadResponse,
 } from '../schemas/documents.ts';
 import { adminProblemResponses } from '../schemas/problem.ts';
+import { IfNoneMatchHeaders, NotModified, withETag } from '../schemas/directory.ts';
+import { etagOf } from '../directory/directory-service.ts';
 import { RoomPathParams } from '../schemas/signatory-lookup.ts';
 import type { DocumentService } from '../services/documents.ts';
 
@@ -184,12 +186,20 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRouteOptions> = a
       schema: {
         operationId: 'getDocument',
         tags: ['documents'],
-        summary: "A document's metadata",
+        summary: "A document's metadata, with an ETag (If-None-Match answers 304)",
         params: DocumentPathParams,
-        response: { 200: DocumentMetadata, ...adminProblemResponses(404) },
+        headers: IfNoneMatchHeaders,
+        response: { 200: withETag(DocumentMetadata, "The document's metadata"), 304: NotModified, ...adminProblemResponses(404) },
       },
     },
-    async (request) => documents.metadata(request.params.organizationId, request.params.signingRoomId, request.params.documentId),
+    async (request, reply) => {
+      const metadata = await documents.metadata(request.params.organizationId, request.params.signingRoomId, request.params.documentId);
+      // A document never changes: its metadata's tag is a digest of it, as a directory resource's is.
+      const etag = etagOf(metadata);
+      reply.header('etag', etag);
+      if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+      return metadata;
+    },
   );
 
   app.get(

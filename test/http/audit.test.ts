@@ -66,6 +66,24 @@ describe('the audit trail', () => {
     }
   });
 
+  it('lists in an update event the fields it changed, not every field sent', async () => {
+    const organization = (await send('GET', `${API}/acme`)).json();
+    const renamed = await send('PATCH', `${API}/acme`, { id: 'acme', name: `${organization.name} (renamed)`, settings: organization.settings });
+    assert.equal(renamed.statusCode, 200, renamed.body);
+    assert.deepEqual((await trail('&action=organization.updated')).content[0].details, { changed: ['name'] });
+    const flipped = await send('PATCH', `${API}/acme`, {
+      name: `${organization.name} (renamed)`,
+      settings: { externalSignatories: !organization.settings.externalSignatories },
+    });
+    assert.equal(flipped.statusCode, 200, flipped.body);
+    assert.deepEqual((await trail('&action=organization.updated')).content[0].details, { changed: ['settings.externalSignatories'] });
+    assert.equal((await send('PATCH', `${API}/acme`, { name: organization.name, settings: organization.settings })).statusCode, 200);
+    assert.deepEqual((await trail('&action=organization.updated')).content[0].details, { changed: ['name', 'settings.externalSignatories'] });
+    const user = await send('PATCH', `${API}/acme/users/u2`, { firstname: 'Changed', lastname: (await send('GET', `${API}/acme/users/u2`)).json().lastname });
+    assert.equal(user.statusCode, 200, user.body);
+    assert.deepEqual((await trail('&action=user.updated')).content[0].details, { changed: ['firstname'] });
+  });
+
   it('records nothing for a change that changes nothing (adding a member twice, a resource written as it is) or is refused', async () => {
     assert.equal((await send('PUT', `${API}/acme/rooms/board/members/u2`)).statusCode, 204);
     const before = (await trail()).totalElements;

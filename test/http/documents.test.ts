@@ -105,6 +105,22 @@ describe('document upload and retrieval', () => {
     assert.equal(metadata.name, null);
   });
 
+  it("answers a document's metadata with an ETag, and If-None-Match naming it with 304", async () => {
+    const response = await upload({ payload: topHalfBlackPdf().toString('base64'), name: 'tagged.pdf' });
+    assert.equal(response.statusCode, 201, response.body);
+    const url = `${DOCS()}/${response.json().id}`;
+    const read = await t.app.inject({ url, headers: { authorization: auth } });
+    assert.equal(read.statusCode, 200);
+    const etag = read.headers['etag'];
+    assert.match(String(etag), /^"[A-Za-z0-9_-]+"$/);
+    assert.equal((await t.app.inject({ url, headers: { authorization: auth } })).headers['etag'], etag);
+    const notModified = await t.app.inject({ url, headers: { authorization: auth, 'if-none-match': String(etag) } });
+    assert.equal(notModified.statusCode, 304);
+    assert.equal(notModified.body, '');
+    assert.equal(notModified.headers['etag'], etag);
+    assert.equal((await t.app.inject({ url, headers: { authorization: auth, 'if-none-match': '"other"' } })).statusCode, 200);
+  });
+
   const badRequests: [string, unknown, string][] = [
     ['a missing payload', {}, 'payload'],
     ['a non-string payload', { payload: 42 }, 'payload'],

@@ -146,7 +146,9 @@ describe('OpenAPI document and docs', () => {
   it('describes the other document routes with the statuses their handlers send', () => {
     const item = `${DOCUMENTS}/{documentId}`;
     assert.deepEqual(statuses(operation(DOCUMENTS, 'get')), ['200', '400', '401', '403', '404', '429', '500', '503']);
-    assert.deepEqual(statuses(operation(item, 'get')), ['200', '401', '403', '404', '429', '500', '503']);
+    const metadata = operation(item, 'get');
+    assert.deepEqual(statuses(metadata), ['200', '304', '401', '403', '404', '429', '500', '503']);
+    assert.ok(metadata.responses['200']!.headers?.['ETag'] && metadata.responses['304']!.headers?.['ETag'], 'the metadata and its 304 carry an ETag');
     const thumbnail = operation(`${item}/thumbnail`, 'get');
     assert.deepEqual(statuses(thumbnail), ['200', '401', '403', '404', '429', '500', '503']);
     assert.deepEqual(Object.keys(thumbnail.responses['200']!.content ?? {}), ['image/png']);

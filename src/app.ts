@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Authenticator, scopeIncludes } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import { requireAuth } from './http/auth-hook.ts';
-import { SCIM_PREFIX } from './http/scim-answers.ts';
+import { routedScimUrl, SCIM_PREFIX } from './http/scim-answers.ts';
 import { scimRoutes } from './http/scim-routes.ts';
 import { ScimGroups } from './scim/scim-groups.ts';
 import { ScimUsers } from './scim/scim-users.ts';
@@ -73,6 +73,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
+    rewriteUrl: (request) => routedScimUrl(request.url ?? '/'),
     // Migrating a large database, or taking a search index copy, may take longer than Fastify's 10 s default.
     pluginTimeout: 0,
     ...serverTimeoutOptions(config.timeouts),

@@ -18,3 +18,16 @@ export function sendScimError(reply: FastifyReply, error: ScimError): FastifyRep
   if (error.status === 503) reply.header('retry-after', '5');
   return reply.code(error.status).type(SCIM_JSON).send(JSON.stringify(error.body()));
 }
+
+/**
+ * A SCIM request's URL as routed: a tenant URL pasted with a trailing slash makes identity
+ * providers ask for `…/acme//Users` or `…/Users/`, which mean the same resource; repeated
+ * slashes are one and a trailing one goes. Other URLs are left as they are.
+ */
+export function routedScimUrl(url: string): string {
+  if (!url.startsWith('/scim/')) return url;
+  const query = url.indexOf('?');
+  const pathname = query === -1 ? url : url.slice(0, query);
+  const tidied = pathname.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
+  return tidied === pathname ? url : `${tidied}${query === -1 ? '' : url.slice(query)}`;
+}

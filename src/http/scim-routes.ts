@@ -1,3 +1,4 @@
+import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
 import { isDatabaseUnreachable } from '../db/database-errors.ts';
@@ -96,6 +97,9 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     return reply.code(status).type(SCIM_JSON).send(JSON.stringify(body));
   };
   const hidden = { schema: { hide: true } };
+  /** A single resource's read: 304 without a body when If-None-Match names its version (RFC 7644 §3.14), else 200. */
+  const sendRead = (request: FastifyRequest, reply: FastifyReply, body: object, etag: string) =>
+    matchesIfNoneMatch(request.headers['if-none-match'], etag) ? reply.code(304).header('etag', etag).send() : send(reply, 200, body, etag);
 
   app.get<{ Params: OrgParams }>('/:organizationId/ServiceProviderConfig', hidden, async (request, reply) => {
     await options.directory.organization(request.params.organizationId);
@@ -134,7 +138,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   });
   app.get<{ Params: UserParams }>('/:organizationId/Users/:userId', hidden, async (request, reply) => {
     const user = await users.get(request.params.organizationId, request.params.userId, userLocation(request));
-    return send(reply, 200, projectedFor(request, user), user.meta.version);
+    return sendRead(request, reply, projectedFor(request, user), user.meta.version);
   });
   app.put<{ Params: UserParams }>('/:organizationId/Users/:userId', hidden, async (request, reply) => {
     const { organizationId, userId } = request.params;
@@ -171,7 +175,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   });
   app.get<{ Params: GroupParams }>('/:organizationId/Groups/:groupId', hidden, async (request, reply) => {
     const group = await groups.get(request.params.organizationId, request.params.groupId, wantsMembers(request), groupLocations(request));
-    return send(reply, 200, projectedFor(request, group), group.meta.version);
+    return sendRead(request, reply, projectedFor(request, group), group.meta.version);
   });
   app.put<{ Params: GroupParams }>('/:organizationId/Groups/:groupId', hidden, async (request, reply) => {
     const { organizationId, groupId } = request.params;

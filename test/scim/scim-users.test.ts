@@ -391,6 +391,29 @@ describe('SCIM /Users', () => {
     assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json().externalId, now.externalId);
   });
 
+  it('answers If-None-Match naming the version with 304, and a tenant URL pasted with a trailing slash as without', async () => {
+    const user = await call('GET', `${SCIM}/Users/u1`);
+    const version = user.json().meta.version as string;
+    assert.equal(user.headers['etag'], version);
+    const notModified = await call('GET', `${SCIM}/Users/u1`, undefined, { 'if-none-match': version });
+    assert.equal(notModified.statusCode, 304);
+    assert.equal(notModified.body, '');
+    assert.equal(notModified.headers['etag'], version);
+    assert.equal((await call('GET', `${SCIM}/Users/u1`, undefined, { 'if-none-match': '"older"' })).statusCode, 200);
+    const group = await call('GET', `${SCIM}/Groups/board`);
+    assert.equal((await call('GET', `${SCIM}/Groups/board`, undefined, { 'if-none-match': group.json().meta.version })).statusCode, 304);
+    for (const url of [
+      `${SCIM}//Users?filter=${encodeURIComponent('userName eq "nobody@acme.example"')}`,
+      `${SCIM}/Users/`,
+      `${SCIM}//Users/u1`,
+      `${SCIM}/ServiceProviderConfig/`,
+    ]) {
+      const answer = await call('GET', url);
+      assert.equal(answer.statusCode, 200, `${url}: ${answer.body}`);
+      assert.equal(answer.headers['content-type'], 'application/scim+json; charset=utf-8');
+    }
+  });
+
   it('keeps the signroom extension as it is on a PUT that does not send it (Okta sends none)', async () => {
     const extension = 'urn:signroom:params:scim:schemas:extension:2.0:User';
     const created = await call('POST', `${SCIM}/Users`, { schemas: [USER, extension], userName: 'pia.partner@acme.example', [extension]: { external: true } });

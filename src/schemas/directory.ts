@@ -49,6 +49,8 @@ export const OrganizationCreate = Type.Object(
     id: Id('Organization id'),
     name: Type.Optional(Name),
     settings: Type.Optional(Type.Object({ externalSignatories: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+    createdAt: ReadOnlyInstant,
+    updatedAt: ReadOnlyInstant,
   },
   { additionalProperties: false, title: 'OrganizationCreate' },
 );
@@ -100,7 +102,10 @@ const userFields = {
 };
 
 /** A user to create: `id` generated when absent. */
-export const UserCreate = Type.Object({ id: Type.Optional(Id('User id')), ...userFields }, { additionalProperties: false, title: 'UserCreate' });
+export const UserCreate = Type.Object(
+  { id: Type.Optional(Id('User id')), ...userFields, createdAt: ReadOnlyInstant, updatedAt: ReadOnlyInstant },
+  { additionalProperties: false, title: 'UserCreate' },
+);
 
 /** A user's whole new state (PUT): absent optional fields reset. */
 export const UserReplace = Type.Object(
@@ -132,7 +137,13 @@ export const Room = Type.Object(
 export type RoomBody = Static<typeof Room>;
 
 export const RoomCreate = Type.Object(
-  { id: Type.Optional(Id('Signing room id')), name: Type.Optional(Name) },
+  {
+    id: Type.Optional(Id('Signing room id')),
+    name: Type.Optional(Name),
+    memberCount: Type.Optional(Type.Integer({ readOnly: true, description: 'Read-only: ignored when sent' })),
+    createdAt: ReadOnlyInstant,
+    updatedAt: ReadOnlyInstant,
+  },
   { additionalProperties: false, title: 'RoomCreate' },
 );
 export const RoomReplace = Type.Object(

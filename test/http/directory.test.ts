@@ -86,6 +86,16 @@ describe('directory management API', () => {
     assert.match(created.json().id, /^[A-Za-z0-9._-]{1,64}$/);
   });
 
+  it('takes a resource as read elsewhere on a create: its read-only fields are ignored', async () => {
+    const old = '2001-01-01T00:00:00.000Z';
+    const user = await call('POST', `${API}/acme/users`, { id: 'copied', email: 'copied@acme.example', createdAt: old, updatedAt: old });
+    assert.equal(user.statusCode, 201, user.body);
+    assert.notEqual(user.json().createdAt, old);
+    const room = await call('POST', `${API}/acme/rooms`, { id: 'copied-room', name: 'Copied', memberCount: 7, createdAt: old, updatedAt: old });
+    assert.equal(room.statusCode, 201, room.body);
+    assert.deepEqual([room.json().memberCount, room.json().createdAt === old], [0, false]);
+  });
+
   it('adds a member who is a roomMember at once, and removes them idempotently', async () => {
     assert.equal((await call('PUT', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);
     assert.equal((await call('PUT', `${API}/acme/rooms/board/members/new1`)).statusCode, 204);

@@ -127,3 +127,14 @@ export function pathWithSchemaNames(path: string, names: AttributeNames): string
     subAttribute === undefined ? undefined : ((subNames === null || subNames === undefined ? undefined : spelled(subNames, subAttribute)) ?? subAttribute);
   return `${name}${filter}${sub === undefined ? '' : `.${sub}`}`;
 }
+
+/**
+ * RFC 7644 §3.5.2's PATH: an attribute (an extension's after its URN), an optional value filter
+ * in brackets (quoted strings may hold brackets), an optional sub-attribute.
+ */
+const PATH = /^(?:urn:[^\s[\]"]+:)?[A-Za-z$][\w$-]*(?:\[(?:[^[\]"]|"(?:[^"\\]|\\.)*")+\])?(?:\.[A-Za-z$][\w$-]*)?$/;
+
+/** 400 `invalidPath` for a PATCH path that is not one by RFC 7644's grammar (an empty one, an unclosed bracket or quote). */
+export function checkPathSyntax(path: string, where: string): void {
+  if (!PATH.test(path.trim())) throw new ScimError(400, `${where} is not a valid attribute path: ${JSON.stringify(path)}.`, 'invalidPath');
+}

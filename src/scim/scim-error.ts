@@ -2,7 +2,7 @@
  * SCIM errors (RFC 7644 §3.12): `status` as a string, and a `scimType` where the RFC names one.
  * Thrown by the SCIM modules and turned into the body by the SCIM routes.
  */
-export type ScimType = 'uniqueness' | 'invalidFilter' | 'invalidValue' | 'mutability' | 'noTarget' | 'invalidSyntax' | 'tooMany';
+export type ScimType = 'uniqueness' | 'invalidFilter' | 'invalidPath' | 'invalidValue' | 'mutability' | 'noTarget' | 'invalidSyntax' | 'tooMany';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 

@@ -2,7 +2,7 @@ import { scimPatch, type ScimPatchOperation, type ScimResource } from 'scim-patc
 import type { UserBody } from '../schemas/directory.ts';
 import { displayName } from '../domain/signatory-rules.ts';
 import { isObject } from '../domain/directory-entities.ts';
-import { pathWithSchemaNames, unqualified, withSchemaNames, type AttributeNames } from './attributes.ts';
+import { checkPathSyntax, pathWithSchemaNames, unqualified, withSchemaNames, type AttributeNames } from './attributes.ts';
 import { ScimError } from './scim-error.ts';
 
 /**
@@ -251,6 +251,7 @@ export function patchOperations(body: unknown): ScimPatchOperation[] {
     if (op !== 'add' && op !== 'replace' && op !== 'remove') throw new ScimError(400, `Operations[${k}].op must be add, replace or remove.`, 'invalidValue');
     const path = fields['path'];
     if (path !== undefined && typeof path !== 'string') throw new ScimError(400, `Operations[${k}].path must be a string.`, 'invalidValue');
+    if (path !== undefined) checkPathSyntax(path, `Operations[${k}].path`);
     if (op === 'remove' && path === undefined) throw new ScimError(400, `Operations[${k}]: remove needs a path.`, 'noTarget');
     const value = fields['value'];
     if (op !== 'remove' && value === undefined) throw new ScimError(400, `Operations[${k}]: ${op} needs a value.`, 'invalidValue');

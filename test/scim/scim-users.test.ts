@@ -587,6 +587,9 @@ describe('SCIM /Users', () => {
     assertScimError(await patch([{ op: 'replace', path: 'meta.created', value: '2020-01-01' }]), 400, 'mutability');
     assertScimError(await patch([{ op: 'replace', value: { id: 'u9' } }]), 400, 'mutability');
     assertScimError(await patch([{ op: 'replace', path: 'shoeSize', value: 44 }]), 400, 'noTarget');
+    // A path that is none by RFC 7644's grammar: invalidPath.
+    for (const path of ['', ' ', 'emails[type eq "work"', 'emails[type eq "work].value', 'name..givenName', 'name.givenName.extra', '[type eq "work"]'])
+      assertScimError(await patch([{ op: 'replace', path, value: 'x' }]), 400, 'invalidPath');
     assertScimError(await patch([]), 400, 'invalidSyntax');
     // Bodies: not JSON, an array, too large, another content type.
     assertScimError(await call('POST', `${SCIM}/Users`, '{"userName": '), 400, 'invalidSyntax');

@@ -78,11 +78,13 @@ function Outcome({ outcome }: { outcome: ReturnType<typeof useOutcome> }) {
 }
 
 export function DirectoryView({ client, organizationId, room, generation, onRoomsChanged }: Props) {
+  // Members come and go from both panels (a user deleted leaves every room): the rooms' counts and the members shown follow.
   const [membersVersion, setMembersVersion] = useState(0);
+  const membersChanged = () => setMembersVersion((value) => value + 1);
   return (
     <div class="directory-view">
-      <UsersPanel client={client} organizationId={organizationId} generation={generation} onMembersChanged={() => setMembersVersion((value) => value + 1)} />
-      <RoomsPanel client={client} organizationId={organizationId} generation={generation} onRoomsChanged={onRoomsChanged} />
+      <UsersPanel client={client} organizationId={organizationId} generation={generation} onMembersChanged={membersChanged} />
+      <RoomsPanel client={client} organizationId={organizationId} generation={generation + membersVersion} onRoomsChanged={onRoomsChanged} />
       {room !== undefined && (
         <MembersPanel
           key={room.id}
@@ -90,7 +92,10 @@ export function DirectoryView({ client, organizationId, room, generation, onRoom
           organizationId={organizationId}
           room={room}
           generation={generation + membersVersion}
-          onRoomsChanged={onRoomsChanged}
+          onRoomsChanged={() => {
+            membersChanged();
+            onRoomsChanged();
+          }}
         />
       )}
     </div>

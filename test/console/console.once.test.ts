@@ -439,6 +439,8 @@ describe('admin console', () => {
     await page.getByRole('textbox', { name: 'New member' }).fill('CARLA@acme.example');
     await page.getByRole('button', { name: 'Add member' }).click();
     await page.getByText('Added Carlotta Console to “Supervisory board”.').waitFor();
+    // The room list counts the member at once, as the API does.
+    await page.locator('.room-list li', { hasText: 'Supervisory board' }).getByText('1 member').waitFor();
     for (const email of namesakes) {
       const deleted = await t.app.inject({
         method: 'DELETE',
@@ -460,6 +462,7 @@ describe('admin console', () => {
     await page.getByRole('button', { name: 'Remove Carlotta Console from Supervisory board' }).click();
     await page.getByText('Removed Carlotta Console from “Supervisory board”.').waitFor();
     assert.deepEqual(await members(), []);
+    await page.locator('.room-list li', { hasText: 'Supervisory board' }).getByText('0 members').waitFor();
 
     await page.getByRole('button', { name: 'Delete Carlotta Console' }).click();
     await page.getByText('Deleted Carlotta Console.').waitFor();

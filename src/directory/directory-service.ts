@@ -135,7 +135,7 @@ function toAuditEvent(row: Selectable<AuditEventTable>): AuditEventBody {
 }
 
 /** 400 naming every problem, with the field as its parameter. */
-export function invalid(problems: readonly { path: string; message: string }[]): ProblemError {
+function invalid(problems: readonly { path: string; message: string }[]): ProblemError {
   const errors: ParameterError[] = problemParameters(problems);
   return new ProblemError('invalid-parameter', errors.map((error) => `${error.parameter} ${error.message}`).join('; '), { errors });
 }

@@ -1,7 +1,7 @@
-import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { scopeIncludes, type Authenticator } from '../auth/authenticator.ts';
 import { isDatabaseUnreachable } from '../db/database-errors.ts';
+import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import { ProblemError } from '../errors.ts';
 import type { DirectoryService } from '../directory/directory-service.ts';
 import { attributeList, projected } from '../scim/attributes.ts';

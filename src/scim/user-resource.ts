@@ -1,9 +1,11 @@
 import { scimPatch, type ScimPatchOperation, type ScimResource } from 'scim-patch';
+import type { Filter } from 'scim2-parse-filter';
 import type { UserBody } from '../schemas/directory.ts';
 import { displayName } from '../domain/signatory-rules.ts';
 import { isObject } from '../domain/directory-entities.ts';
 import { checkPathSyntax, pathWithSchemaNames, unqualified, withSchemaNames, type AttributeNames } from './attributes.ts';
 import { ScimError } from './scim-error.ts';
+import { parseScimFilter } from './filter-tokens.ts';
 
 /**
  * SCIM Users (RFC 7643 §4.1) as signroom's users (contract section 9), both ways, pure. The
@@ -191,12 +193,67 @@ export function patchScimUser(current: ScimUser, body: unknown): Record<string, 
     return value.length === 0 ? [] : [{ ...operation, value: Object.fromEntries(value) }];
   });
   try {
-    return scimPatch(structuredClone(current) as unknown as ScimResource, kept, { mutateDocument: true }) as unknown as Record<string, unknown>;
+    // One operation at a time (as scim-patch applies them), each filter on emails matched against the emails as they are then.
+    const patched = structuredClone(current) as unknown as ScimResource;
+    for (const operation of kept) scimPatch(patched, [withEmailsMatchedIgnoringCase(operation, patched)], { mutateDocument: true });
+    return patched as unknown as Record<string, unknown>;
   } catch (error) {
     // A value filter that selects nothing is noTarget (RFC 7644 §3.5.2.3); anything else, an invalid value.
     const scimType = (error as { scimCode?: string }).scimCode === 'noTarget' ? 'noTarget' : 'invalidValue';
     throw new ScimError(400, `The patch cannot be applied: ${(error as Error).message.replace(/^Invalid SCIM Patch: /, '')}`, scimType);
   }
+}
+
+/**
+ * An operation whose path filters `emails` with the emails it matches ignoring case, named by
+ * their own spelling: `type` and `value` are not case-exact (RFC 7643 §4.1.2), but scim-patch
+ * compares exactly, so `emails[type eq "Work"]` found no `work` email. Left as sent when the
+ * filter matches none (scim-patch then answers as the RFC says) or cannot be read.
+ */
+function withEmailsMatchedIgnoringCase(operation: ScimPatchOperation, document: ScimResource): ScimPatchOperation {
+  const found = operation.path === undefined ? null : /^emails\[(.*)\]((?:\.[^.[\]]+)?)$/s.exec(operation.path);
+  if (found === null) return operation;
+  let filter: Filter;
+  try {
+    filter = parseScimFilter(found[1]!);
+  } catch {
+    return operation;
+  }
+  const emails = (document as { emails?: unknown }).emails;
+  const matched = (Array.isArray(emails) ? emails : []).filter((email) => matchesIgnoringCase(filter, email));
+  const values = matched.map((email) => (email as { value?: unknown }).value);
+  // Each matched email by its own value, which the path's filter grammar can quote as it is.
+  if (values.length === 0 || values.some((value) => typeof value !== 'string' || /["\\]/.test(value))) return operation;
+  return { ...operation, path: `emails[${values.map((value) => `value eq "${value as string}"`).join(' or ')}]${found[2]!}` };
+}
+
+/** A value filter (RFC 7644 §3.4.2.2) tested on one item, its names and strings compared ignoring case. */
+function matchesIgnoringCase(filter: Filter, item: unknown): boolean {
+  switch (filter.op) {
+    case 'and':
+      return filter.filters.every((part) => matchesIgnoringCase(part, item));
+    case 'or':
+      return filter.filters.some((part) => matchesIgnoringCase(part, item));
+    case 'not':
+      return !matchesIgnoringCase(filter.filter, item);
+    case '[]':
+      return false;
+    default: {
+      const value = memberIgnoringCase(item, filter.attrPath);
+      if (filter.op === 'pr') return value !== undefined && value !== null;
+      const [have, want] = [value, filter.compValue].map((side) => (typeof side === 'string' ? side.toLowerCase() : side));
+      if (filter.op === 'eq') return have === want;
+      if (filter.op === 'ne') return have !== want;
+      if (typeof have !== 'string' || typeof want !== 'string') return false;
+      return filter.op === 'co' ? have.includes(want) : filter.op === 'sw' ? have.startsWith(want) : filter.op === 'ew' ? have.endsWith(want) : false;
+    }
+  }
+}
+
+function memberIgnoringCase(item: unknown, name: string): unknown {
+  if (typeof item !== 'object' || item === null) return undefined;
+  const lower = name.toLowerCase();
+  return Object.entries(item).find(([key]) => key.toLowerCase() === lower)?.[1];
 }
 
 /**

@@ -315,6 +315,24 @@ describe('SCIM /Users', () => {
       [after.name, after.emails, after['urn:signroom:params:scim:schemas:extension:2.0:User']],
       [{ givenName: 'Carlota', familyName: 'Caso' }, [{ value: 'carlota.caso@acme.example', type: 'work', primary: true }], { external: true }],
     );
+    // Value filters on emails compare type and value ignoring case, as the schema says they are (caseExact false).
+    const byFilter = await patch({
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'emails[type eq "Work"].value', value: 'carla.c@acme.example' }],
+    });
+    assert.equal(byFilter.statusCode, 200, byFilter.body);
+    assert.equal(byFilter.json().emails[0].value, 'carla.c@acme.example');
+    const byValue = await patch({
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', path: 'emails[value eq "CARLA.C@ACME.EXAMPLE"].value', value: 'carlota.caso@acme.example' }],
+    });
+    assert.equal(byValue.statusCode, 200, byValue.body);
+    assert.equal(byValue.json().emails[0].value, 'carlota.caso@acme.example');
+    assertScimError(
+      await patch({ schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'emails[type eq "Home"].value', value: 'x@acme.example' }] }),
+      400,
+      'noTarget',
+    );
     // No attribute of another spelling was stored beside the user's own.
     const read = (await call('GET', `${SCIM}/Users/${id}`)).json();
     assert.deepEqual(

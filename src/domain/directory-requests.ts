@@ -4,7 +4,18 @@
  * itself before the directory is read, so that a 400 names every bad field at once (contract
  * section 8), whichever check finds it: the routes' schemas or these rules.
  */
-import { Collector, idAt, isObject, MAX_NAME_LENGTH, stringAt, validateUser, type ImportProblem, type Json, type UserFields } from './directory-entities.ts';
+import {
+  Collector,
+  ID_PATTERN,
+  idAt,
+  isObject,
+  MAX_NAME_LENGTH,
+  stringAt,
+  validateUser,
+  type ImportProblem,
+  type Json,
+  type UserFields,
+} from './directory-entities.ts';
 import { ifMatchTags } from './entity-tags.ts';
 import { instantOf } from './instants.ts';
 
@@ -83,7 +94,8 @@ export function writeRequestProblems(request: WriteRequest): ImportProblem[] {
   const { body, resource } = request;
   if (!isObject(body) || resource === 'membership' || request.method === 'DELETE') return problems.problems;
   if (request.id !== undefined) checkSameId(body['id'], request.id, problems);
-  const id = request.id ?? (typeof body['id'] === 'string' ? body['id'] : 'generated');
+  // An id in the URL that no resource can have is a 404 of the write (as of a read), not this body's problem.
+  const id = request.id === undefined ? (typeof body['id'] === 'string' ? body['id'] : 'generated') : ID_PATTERN.test(request.id) ? request.id : 'valid-id';
   const whole = request.method === 'PATCH' ? (mergePatch(validResource(resource, id), body) as Json) : body;
   if (resource === 'user') readUserBody(whole, id, problems);
   else {

@@ -95,10 +95,16 @@ export function withSchemaNames(value: unknown, names: AttributeNames): unknown 
   const out: Record<string, unknown> = {};
   for (const [key, member] of Object.entries(value)) {
     const name = spelled(names, key);
+    // Two spellings of one attribute would leave one of them unread.
+    if (name !== undefined && Object.hasOwn(out, name)) throw twice(key, name);
     const subNames = name === undefined ? null : names[name];
     out[name ?? key] = subNames === null || subNames === undefined ? member : withSchemaNames(member, subNames);
   }
   return out;
+}
+
+function twice(key: string, name: string): ScimError {
+  return new ScimError(400, `"${key}" names the attribute "${name}" given already: attribute names ignore case.`, 'invalidSyntax');
 }
 
 /**
@@ -117,7 +123,7 @@ export function pathWithSchemaNames(path: string, names: AttributeNames): string
     const sub = spelled(names[extension] ?? {}, rest);
     return `${extension}:${sub ?? rest}`;
   }
-  const parts = /^([^.[\]]+)(\[[^\]]*\])?(?:\.([^.[\]]+))?$/.exec(path);
+  const parts = /^([^.[\]"]+)(\[(?:[^[\]"]|"(?:[^"\\]|\\.)*")+\])?(?:\.([^.[\]"]+))?$/.exec(path);
   if (parts === null) return path;
   const [, attribute, filter = '', subAttribute] = parts;
   const name = spelled(names, attribute!);

@@ -7,7 +7,7 @@ import { findScimUsers, type ScimUserQuery } from '../repositories/directory-rep
 import type { UserBody } from '../schemas/directory.ts';
 import { ScimError } from './scim-error.ts';
 import { parseUserFilter } from './user-filter.ts';
-import { patchScimUser, toScimUser, userFromScim, type ScimUser } from './user-resource.ts';
+import { applyUserPatch, readUserPatch, toScimUser, userFromScim, type ScimUser } from './user-resource.ts';
 
 export const LIST_RESPONSE_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 /** `count` when none is asked for, and the most one page holds (contract section 9). */
@@ -106,13 +106,17 @@ export class ScimUsers {
     actor: Actor,
     locationOf: (id: string) => string,
   ): Promise<ScimUser> {
-    if (body['id'] !== undefined && body['id'] !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
-    return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) => userFromScim(body, current));
+    const sentId = Object.entries(body).find(([key]) => key.toLowerCase() === 'id')?.[1];
+    if (sentId !== undefined && sentId !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
+    // Checked before the write (which waits for the organization's other writers), as it will be read in it.
+    userFromScim(body, undefined);
+    return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) => userFromScim(body, current, { keepExternal: true }));
   }
 
   async patch(orgId: string, userId: string, body: unknown, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {
+    const operations = readUserPatch(body, userId);
     return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) =>
-      userFromScim(patchScimUser(toScimUser(current, locationOf(userId), etagOf(current)), body), current),
+      userFromScim(applyUserPatch(toScimUser(current, locationOf(userId), etagOf(current)), operations), current),
     );
   }
 

@@ -80,11 +80,16 @@ function emailOf(emails: unknown): string | undefined {
 /**
  * The directory user a SCIM User body describes, as the REST routes take it (`status` from
  * `active`: false suspends; true activates a suspended user and keeps a pending one pending;
- * `external` from the signroom extension, kept as `current` has it when the body does not give
- * it: identity providers that know nothing of the extension send none).
+ * `external` from the signroom extension; with `keepExternal` (a PUT), as `current` has it when
+ * the body does not give it: identity providers that know nothing of the extension send none,
+ * where a patched user without it had it removed).
  * `displayName`, `meta`, attributes not kept and the enterprise extension are ignored.
  */
-export function userFromScim(body: Record<string, unknown>, current: Pick<UserBody, 'status' | 'external'> | undefined): Record<string, unknown> {
+export function userFromScim(
+  body: Record<string, unknown>,
+  current: Pick<UserBody, 'status' | 'external'> | undefined,
+  options: { keepExternal?: boolean } = {},
+): Record<string, unknown> {
   const resource = withSchemaNames(body, USER_NAMES) as Record<string, unknown>;
   const userName = stringOf(resource['userName'], 'userName');
   if (userName === undefined || userName.trim() === '') throw new ScimError(400, '"userName" is required.', 'invalidValue');
@@ -99,7 +104,7 @@ export function userFromScim(body: Record<string, unknown>, current: Pick<UserBo
     firstname: stringOf(name['givenName'], 'name.givenName') ?? null,
     lastname: stringOf(name['familyName'], 'name.familyName') ?? null,
     externalId: stringOf(resource['externalId'], 'externalId'),
-    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? current?.external ?? false,
+    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? (options.keepExternal === true ? current?.external : undefined) ?? false,
     status,
   };
 }
@@ -138,6 +143,8 @@ const USER_NAMES: AttributeNames = {
   [SIGNROOM_USER_SCHEMA]: { external: null },
   [ENTERPRISE_USER_SCHEMA]: null,
 };
+/** The attributes of USER_NAMES with sub-attributes whose values are lists of them. */
+const MULTI_VALUED = new Set(['emails']);
 const READ_ONLY = new Set(['id', 'meta']);
 /** Attributes of RFC 7643's User that a write may name, lower-cased: kept ones, and the rest accepted and ignored. */
 const USER_ATTRIBUTES = new Set(
@@ -167,12 +174,14 @@ function checkAttribute(path: string): void {
 }
 
 /**
- * A SCIM PATCH (RFC 7644 §3.5.2) applied to a user, by scim-patch, after what real clients send
- * is made what the RFC says: Entra ID's capitalised `op`s. Paths to `id` or `meta` are 400
- * `mutability` (a pathless value may repeat the user's own `id`, as Okta's do); unknown attributes
- * 400 `noTarget`; anything scim-patch refuses, 400 `invalidValue` (`invalidSyntax` for the body).
+ * A SCIM PATCH (RFC 7644 §3.5.2) of user `userId` read and checked before the user is, as the
+ * operations scim-patch is to apply (applyUserPatch), after what real clients send is made what
+ * the RFC says: Entra ID's capitalised `op`s, names in any case. A path RFC 7644's grammar does not
+ * allow is 400 `invalidPath`; paths to `id` or `meta` 400 `mutability` (a pathless value may
+ * repeat the user's own `id`, as Okta's do); unknown attributes 400 `noTarget`; a body that is no
+ * PatchOp 400 `invalidSyntax`. Operations on attributes a user does not keep are left out.
  */
-export function patchScimUser(current: ScimUser, body: unknown): Record<string, unknown> {
+export function readUserPatch(body: unknown, userId: string): ScimPatchOperation[] {
   const operations = patchOperations(body).flatMap(withPathsApart);
   for (const operation of operations) {
     if (operation.path !== undefined) {
@@ -180,22 +189,26 @@ export function patchScimUser(current: ScimUser, body: unknown): Record<string, 
     } else if (operation.op !== 'remove') {
       const value = objectOf((operation as { value?: unknown }).value, 'value');
       for (const key of Object.keys(value)) {
-        if (key.toLowerCase() === 'id' && value[key] !== current.id) throw new ScimError(400, '"id" is read-only.', 'mutability');
+        if (key.toLowerCase() === 'id' && value[key] !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
         if (key.toLowerCase() !== 'id') checkAttribute(key);
       }
     }
   }
   // What is not kept is accepted and ignored, before scim-patch: a filter on it would match nothing
   // here (Entra ID's default mapping replaces phoneNumbers[type eq "mobile"].value) and be refused.
-  const kept = operations.flatMap((operation): ScimPatchOperation[] => {
+  return operations.flatMap((operation): ScimPatchOperation[] => {
     if (operation.path !== undefined) return isKept(operation.path) ? [operation] : [];
     const value = Object.entries((operation as { value?: Record<string, unknown> }).value ?? {}).filter(([key]) => isKept(key));
     return value.length === 0 ? [] : [{ ...operation, value: Object.fromEntries(value) }];
   });
+}
+
+/** Operations read by readUserPatch applied to a user by scim-patch; what it refuses is 400 `invalidValue` (`noTarget` for a filter that selects nothing). */
+export function applyUserPatch(current: ScimUser, operations: readonly ScimPatchOperation[]): Record<string, unknown> {
   try {
     // One operation at a time (as scim-patch applies them), each filter on emails matched against the emails as they are then.
     const patched = structuredClone(current) as unknown as ScimResource;
-    for (const operation of kept) scimPatch(patched, [withEmailsMatchedIgnoringCase(operation, patched)], { mutateDocument: true });
+    for (const operation of operations) scimPatch(patched, [withEmailsMatchedIgnoringCase(operation, patched)], { mutateDocument: true });
     return patched as unknown as Record<string, unknown>;
   } catch (error) {
     // A value filter that selects nothing is noTarget (RFC 7644 §3.5.2.3); anything else, an invalid value.
@@ -257,7 +270,9 @@ function memberIgnoringCase(item: unknown, name: string): unknown {
 }
 
 /**
- * An operation as scim-patch takes it: a path without the core URN; the signroom extension named
+ * An operation as scim-patch takes it: names spelled as the schema does; a path without the core
+ * URN; a single-valued complex attribute in a pathless value (`name`) as one operation per
+ * sub-attribute, so those left out stay; the signroom extension named
  * whole (as a path, or a pathless member) as one operation per attribute of it; and, in a
  * pathless value, each member that is itself a path with a filter (Entra ID's pathless replace
  * carries `emails[type eq "work"].value`) as an operation of its own. scim-patch would otherwise
@@ -287,8 +302,9 @@ function withPathsApart(operation: ScimPatchOperation): ScimPatchOperation[] {
     const subNames = USER_NAMES[name];
     if (name === SIGNROOM_USER_SCHEMA) apart.push(...extensionOps(member));
     else if (name.includes('[')) apart.push({ op, path: name, value: member });
-    // A complex attribute's sub-attributes that the value leaves out stay as they are (RFC 7644 §3.5.2.1, §3.5.2.3).
-    else if (subNames != null && isObject(member))
+    // A single-valued complex attribute's sub-attributes that the value leaves out stay as they are
+    // (RFC 7644 §3.5.2.1, §3.5.2.3); a multi-valued one's value is its items (an add appends).
+    else if (subNames != null && isObject(member) && !MULTI_VALUED.has(name))
       apart.push(...Object.entries(withSchemaNames(member, subNames) as object).map(([sub, subValue]) => ({ op, path: `${name}.${sub}`, value: subValue })));
     else plain[name] = subNames != null ? withSchemaNames(member, subNames) : member;
   }
@@ -314,6 +330,6 @@ export function patchOperations(body: unknown): ScimPatchOperation[] {
     if (op !== 'remove' && value === undefined) throw new ScimError(400, `Operations[${k}]: ${op} needs a value.`, 'invalidValue');
     if (op !== 'remove' && path === undefined && (typeof value !== 'object' || value === null || Array.isArray(value)))
       throw new ScimError(400, `Operations[${k}]: ${op} without a path takes an object of attributes as its value.`, 'invalidValue');
-    return { ...fields, op } as ScimPatchOperation;
+    return { ...fields, op, ...(path !== undefined ? { path: path.trim() } : {}) } as ScimPatchOperation;
   });
 }

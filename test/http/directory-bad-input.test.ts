@@ -175,6 +175,13 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     }
   });
 
+  it('answers a write to a user id no user can have with 404, as a read', async () => {
+    for (const method of ['PUT', 'PATCH'] as const) {
+      await refused(method, `${API}/acme/users/${'x'.repeat(65)}`, JSON.stringify({ email: 'x@acme.example' }), 404, 'user-not-found');
+      await refused(method, `${API}/acme/users/a%20b`, JSON.stringify({ email: 'x@acme.example' }), 404, 'user-not-found');
+    }
+  });
+
   it('answers a malformed If-Match with 400 before looking for the resource', async () => {
     await refused('PATCH', `${API}/acme/users/ghost`, JSON.stringify({}), 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'bad' });
     await refused('DELETE', `${API}/acme/rooms/ghost`, undefined, 400, 'invalid-parameter', ['If-Match'], { 'if-match': 'bad' });

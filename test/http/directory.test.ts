@@ -94,6 +94,15 @@ describe('directory management API', () => {
     const room = await call('POST', `${API}/acme/rooms`, { id: 'copied-room', name: 'Copied', memberCount: 7, createdAt: old, updatedAt: old });
     assert.equal(room.statusCode, 201, room.body);
     assert.deepEqual([room.json().memberCount, room.json().createdAt === old], [0, false]);
+    const root = { authorization: basic('root', 'root-password') };
+    const organization = await t.app.inject({
+      method: 'POST',
+      url: API,
+      headers: { ...root, 'content-type': 'application/json' },
+      payload: { id: 'copied-org', name: 'Copied', settings: { externalSignatories: false }, createdAt: old, updatedAt: old },
+    });
+    assert.equal(organization.statusCode, 201, organization.body);
+    assert.notEqual(organization.json().createdAt, old);
   });
 
   it('adds a member who is a roomMember at once, and removes them idempotently', async () => {

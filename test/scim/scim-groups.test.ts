@@ -160,6 +160,31 @@ describe('SCIM /Groups', () => {
     assert.equal((await events()).length, eventsBefore);
   });
 
+  it('takes attribute names in any case, and refuses two spellings of one', async () => {
+    const created = await call('POST', `${SCIM}/Groups`, { Schemas: [GROUP], DisplayName: 'Spelled Freely', Members: [{ Value: 'u1', Display: 'Anna' }] });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(created.json().displayName, 'Spelled Freely');
+    assert.deepEqual(
+      created.json().members.map((member: { value: string }) => member.value),
+      ['u1'],
+    );
+    const id = created.json().id as string;
+    const put = await call('PUT', `${SCIM}/Groups/${id}`, { schemas: [GROUP], DISPLAYNAME: 'Spelled Again', members: [{ VALUE: 'u2' }] });
+    assert.equal(put.statusCode, 200, put.body);
+    assert.deepEqual([put.json().displayName, put.json().members.map((member: { value: string }) => member.value)], ['Spelled Again', ['u2']]);
+    const eventsBefore = (await events()).length;
+    expectError(
+      await call('PUT', `${SCIM}/Groups/${id}`, { schemas: [GROUP], displayName: 'Twice', members: [{ value: 'u1' }], Members: [] }),
+      400,
+      'invalidSyntax',
+    );
+    assert.deepEqual(
+      (await call('GET', `${SCIM}/Groups/${id}`)).json().members.map((member: { value: string }) => member.value),
+      ['u2'],
+    );
+    assert.equal((await events()).length, eventsBefore);
+  });
+
   it('refuses a displayName too long or not text with invalidValue naming displayName', async () => {
     for (const displayName of ['x'.repeat(256), 'half \ud800 emoji', 'tab\there']) {
       const response = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName });

@@ -378,6 +378,43 @@ describe('SCIM /Users', () => {
     assert.deepEqual([rest.json().firstname, rest.json().lastname], ['Monika', 'Merger']);
   });
 
+  it("removes the signroom extension's external by PATCH, appends by a pathless add of emails, and refuses two spellings of one attribute", async () => {
+    const extension = 'urn:signroom:params:scim:schemas:extension:2.0:User';
+    const created = await call('POST', `${SCIM}/Users`, { schemas: [USER, extension], userName: 'eve.external@acme.example', [extension]: { external: true } });
+    const id = created.json().id as string;
+    const patch = (operations: unknown[]) => call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: operations });
+    const removed = await patch([{ op: 'remove', path: `${extension}:external` }]);
+    assert.equal(removed.statusCode, 200, removed.body);
+    assert.equal(removed.json()[extension].external, false);
+    assert.equal((await patch([{ op: 'replace', path: `${extension}:external`, value: true }])).json()[extension].external, true);
+    assert.equal((await patch([{ op: 'replace', path: `${extension}:external`, value: null }])).json()[extension].external, false);
+    // A pathless add of one email (an object, not a list) is not written over the user's own email.
+    const added = await patch([{ op: 'add', value: { emails: { value: 'second@acme.example', type: 'home' } } }]);
+    assert.equal(added.statusCode, 200, added.body);
+    assert.deepEqual(added.json().emails, [{ value: 'eve.external@acme.example', type: 'work', primary: true }]);
+    assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json().emails[0].value, 'eve.external@acme.example');
+    // Attribute names ignore case, so two spellings of one are one attribute given twice.
+    assertScimError(
+      await call('PUT', `${SCIM}/Users/${id}`, {
+        schemas: [USER],
+        userName: 'eve.external@acme.example',
+        name: { givenName: 'Eve' },
+        Name: { familyName: 'X' },
+      }),
+      400,
+      'invalidSyntax',
+    );
+    assertScimError(await call('PUT', `${SCIM}/Users/${id}`, { schemas: [USER], ID: 'other', userName: 'eve.external@acme.example' }), 400, 'mutability');
+    // Paths identity providers send for attributes a user does not keep are accepted and change nothing.
+    const ignored = await patch([
+      { op: 'replace', path: 'roles[primary eq "True"].value', value: 'admin' },
+      { op: 'replace', path: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager', value: { value: 'u1' } },
+      { op: 'add', path: 'groups.$ref', value: 'x' },
+    ]);
+    assert.equal(ignored.statusCode, 200, ignored.body);
+    assert.equal(ignored.headers['etag'], (await call('GET', `${SCIM}/Users/${id}`)).headers['etag']);
+  });
+
   it('builds a PATCH without If-Match on the user as it is when it is written: concurrent patches all land, none is a 412', async () => {
     const created = await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'cora.concurrent@acme.example', name: { givenName: 'Cora' } });
     const id = created.json().id as string;

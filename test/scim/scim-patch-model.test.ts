@@ -40,6 +40,17 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   })),
   fc.nat(99).map((n): Step => ({ operation: { op: 'replace', path: 'externalId', value: `ext-${n}` }, apply: (m) => void (m.externalId = `ext-${n}`) })),
   fc.constant<Step>({ operation: { op: 'Replace', path: 'displayName', value: 'Entra writes this; it is ignored' }, apply: () => undefined }),
+  // Names in any case, and a pathless value naming `name` whole: the sub-attribute it leaves out stays.
+  fc
+    .tuple(name, fc.constantFrom('name.givenName', 'Name.GivenName', 'NAME.GIVENNAME'))
+    .map(([value, path]): Step => ({ operation: { op: 'replace', path, value }, apply: (m) => void (m.givenName = value) })),
+  fc
+    .tuple(name, fc.constantFrom('add', 'Replace'))
+    .map(([value, op]): Step => ({ operation: { op, value: { Name: { FamilyName: value } } }, apply: (m) => void (m.familyName = value) })),
+  fc.tuple(bool, fc.constantFrom('Active', 'ACTIVE')).map(([value, path]): Step => ({
+    operation: { op: 'Replace', path, value: value ? 'True' : 'False' },
+    apply: (m) => void (m.active = value),
+  })),
 );
 
 /**

@@ -317,6 +317,8 @@ export interface ScimGroupQuery {
   nameLower?: string[];
   externalId?: string[];
   id?: string[];
+  /** User ids each a member of the room. */
+  member?: string[];
 }
 
 /** A page of the organization's rooms matching a SCIM filter, by id, and how many match. */
@@ -344,6 +346,12 @@ export async function findScimGroups(
   for (const value of query.id ?? []) {
     select = select.where('r.id', '=', value);
     count = count.where('r.id', '=', value);
+  }
+  for (const value of query.member ?? []) {
+    // By the members' primary key (organization, room, user): one look-up per room.
+    const isMember = sql<boolean>`exists (select 1 from room_members m where m.org_id = r.org_id and m.room_id = r.id and m.user_id = ${value})`;
+    select = select.where(isMember);
+    count = count.where(isMember);
   }
   const total = await count.select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await select.orderBy('r.id').offset(offset).limit(limit).execute();

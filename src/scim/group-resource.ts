@@ -175,16 +175,23 @@ export function groupPatch(body: unknown, id: string): GroupChange {
   return change;
 }
 
-/** What a `/Groups` filter asks: `eq` on displayName (ignoring case), externalId or id, joined by `and`. */
-export function parseGroupFilter(filter: string): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] {
-  const conditions = (node: Filter): { attribute: 'displayName' | 'externalId' | 'id'; value: string }[] => {
+/** The attributes a `/Groups` filter may test, by their lower-cased SCIM path (`members`: a member's user id). */
+const GROUP_FILTER_ATTRIBUTES = { displayname: 'displayName', externalid: 'externalId', id: 'id', members: 'members', 'members.value': 'members' } as const;
+type GroupFilterAttribute = (typeof GROUP_FILTER_ATTRIBUTES)[keyof typeof GROUP_FILTER_ATTRIBUTES];
+
+/**
+ * What a `/Groups` filter asks: `eq` on displayName (ignoring case), externalId, id or members (a
+ * member's user id: Entra ID asks `id eq "…" and members eq "…"` whether a user is still a group's
+ * member), joined by `and`.
+ */
+export function parseGroupFilter(filter: string): { attribute: GroupFilterAttribute; value: string }[] {
+  const conditions = (node: Filter): { attribute: GroupFilterAttribute; value: string }[] => {
     if (node.op === 'and') return node.filters.flatMap(conditions);
+    const path = node.op === 'eq' ? unqualified(node.attrPath, 'Group').toLowerCase() : undefined;
     const attribute =
-      node.op === 'eq'
-        ? ({ displayname: 'displayName', externalid: 'externalId', id: 'id' } as const)[unqualified(node.attrPath, 'Group').toLowerCase()]
-        : undefined;
+      path !== undefined && Object.hasOwn(GROUP_FILTER_ATTRIBUTES, path) ? GROUP_FILTER_ATTRIBUTES[path as keyof typeof GROUP_FILTER_ATTRIBUTES] : undefined;
     if (node.op !== 'eq' || attribute === undefined || typeof node.compValue !== 'string') {
-      throw new ScimError(400, 'The filter is not supported: use eq on displayName, externalId or id, joined by and.', 'invalidFilter');
+      throw new ScimError(400, 'The filter is not supported: use eq on displayName, externalId, id or members, joined by and.', 'invalidFilter');
     }
     return [{ attribute, value: node.compValue }];
   };

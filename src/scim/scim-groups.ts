@@ -77,6 +77,7 @@ export class ScimGroups {
       if (condition.attribute === 'displayName') (query.nameLower ??= []).push(condition.value.toLowerCase());
       if (condition.attribute === 'externalId') (query.externalId ??= []).push(condition.value);
       if (condition.attribute === 'id') (query.id ??= []).push(condition.value);
+      if (condition.attribute === 'members') (query.member ??= []).push(condition.value);
     }
     await asScim(() => this.#directory.organization(orgId));
     const { total, rows } = await findScimGroups(this.#db, query, request.startIndex - 1, request.count);

@@ -160,6 +160,22 @@ describe('SCIM /Groups', () => {
     assert.equal((await events()).length, eventsBefore);
   });
 
+  it("answers Entra ID's check whether a user is still a group's member: id eq and members eq", async () => {
+    const created = await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'Checked', members: [{ value: 'u1' }] });
+    const id = created.json().id as string;
+    const check = async (filter: string) => {
+      const answer = await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent(filter)}&attributes=id`);
+      assert.equal(answer.statusCode, 200, answer.body);
+      return (answer.json().Resources as { id: string }[]).map((group) => group.id);
+    };
+    assert.deepEqual(await check(`id eq "${id}" and members eq "u1"`), [id]);
+    assert.deepEqual(await check(`id eq "${id}" and members eq "u2"`), []);
+    assert.deepEqual(await check(`id eq "${id}" and members.value eq "u1"`), [id]);
+    assert.ok((await check('members eq "u1"')).includes(id));
+    assert.deepEqual(await check(`id eq "${id}" and members eq "nobody"`), []);
+    expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('members co "u"')}`), 400, 'invalidFilter');
+  });
+
   it('takes attribute names in any case, and refuses two spellings of one', async () => {
     const created = await call('POST', `${SCIM}/Groups`, { Schemas: [GROUP], DisplayName: 'Spelled Freely', Members: [{ Value: 'u1', Display: 'Anna' }] });
     assert.equal(created.statusCode, 201, created.body);
@@ -207,7 +223,7 @@ describe('SCIM /Groups', () => {
     expectError(await call('POST', `${SCIM}/Groups`, { schemas: [GROUP] }), 400, 'invalidValue');
     expectError(await call('POST', `${SCIM}/Groups`, { schemas: [GROUP], displayName: 'x', members: [{ value: 'nobody' }] }), 400, 'invalidValue');
     expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('displayName co "G"')}`), 400, 'invalidFilter');
-    expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('members.value eq "u1"')}`), 400, 'invalidFilter');
+    expectError(await call('GET', `${SCIM}/Groups?filter=${encodeURIComponent('meta.created eq "2026-01-01"')}`), 400, 'invalidFilter');
     expectError(await patch(id, [{ op: 'replace', path: 'displayName', value: 'x' }], { 'if-match': '"stale"' }), 412);
     expectError(await call('GET', `${SCIM}/Groups/nothing`), 404);
     // Writes to a group that does not exist: 404, and the server goes on answering (SQLite has one connection).

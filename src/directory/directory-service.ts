@@ -1,7 +1,7 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../db/tables.ts';
-import { ifMatchTags } from '../domain/entity-tags.ts';
+import { etagOf, ifMatchTags } from '../domain/entity-tags.ts';
 import { Collector, idAt, type Json } from '../domain/directory-entities.ts';
 import { checkIfMatch, checkSameId, mergePatch, problemParameters, readInstants, readName, readUserBody } from '../domain/directory-requests.ts';
 import { searchTerms } from '../domain/fold.ts';
@@ -39,11 +39,6 @@ import { changeDirectory, createOrganization, type DirectoryChange, type UserWri
 export interface Tagged<T> {
   body: T;
   etag: string;
-}
-
-/** A strong ETag: a digest of the representation, which carries `updatedAt`. */
-export function etagOf(body: object): string {
-  return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
 }
 
 function tagged<T extends object>(body: T): Tagged<T> {

@@ -1,4 +1,10 @@
-/** The conditional request headers of RFC 9110 section 13.1, as pure rules over their text. */
+/** Entity tags, and the conditional request headers of RFC 9110 section 13.1, as pure rules over their text. */
+import { createHash } from 'node:crypto';
+
+/** A strong ETag of a representation: a digest of its JSON (a directory resource's carries its `updatedAt`). */
+export function etagOf(body: object): string {
+  return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
+}
 
 /**
  * An If-Match header (section 13.1.1, `"*" / #entity-tag`): `*`, its entity tags (weak ones kept,

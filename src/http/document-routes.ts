@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { matchesIfNoneMatch } from '../domain/entity-tags.ts';
+import { etagOf, matchesIfNoneMatch } from '../domain/entity-tags.ts';
 import { effectivePageSize } from '../domain/paging.ts';
 import { decodePayload, type PayloadResult } from '../domain/payload.ts';
 import { JsonBodyError, parseUploadBody, uploadBodyLimit } from '../domain/upload-body.ts';
@@ -26,7 +26,6 @@ import {
 } from '../schemas/documents.ts';
 import { adminProblemResponses } from '../schemas/problem.ts';
 import { IfNoneMatchHeaders, NotModified, withETag } from '../schemas/directory.ts';
-import { etagOf } from '../directory/directory-service.ts';
 import { RoomPathParams } from '../schemas/signatory-lookup.ts';
 import type { DocumentService } from '../services/documents.ts';
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import type { Actor } from '../directory/audit.ts';
-import { assertPrecondition, etagOf, nameOf, type DirectoryService } from '../directory/directory-service.ts';
+import { assertPrecondition, nameOf, type DirectoryService } from '../directory/directory-service.ts';
+import { etagOf } from '../domain/entity-tags.ts';
 import { changeDirectory, type DirectoryChange } from '../directory/directory-writer.ts';
 import { ProblemError } from '../errors.ts';
 import {

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import type { Actor } from '../directory/audit.ts';
-import { etagOf, toUser, type DirectoryService, type Tagged } from '../directory/directory-service.ts';
+import { toUser, type DirectoryService, type Tagged } from '../directory/directory-service.ts';
+import { etagOf } from '../domain/entity-tags.ts';
 import { ProblemError } from '../errors.ts';
 import { findScimUsers, type ScimUserQuery } from '../repositories/directory-repository.ts';
 import type { UserBody } from '../schemas/directory.ts';

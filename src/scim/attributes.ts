@@ -107,6 +107,11 @@ function twice(key: string, name: string): ScimError {
   return new ScimError(400, `"${key}" names the attribute "${name}" given already: attribute names ignore case.`, 'invalidSyntax');
 }
 
+/** A path's value filter in brackets, whose quoted strings may hold brackets: one grammar for reading paths and checking them. */
+const VALUE_FILTER = String.raw`\[(?:[^[\]"]|"(?:[^"\\]|\\.)*")+\]`;
+/** A path without an extension's URN, taken apart: its attribute, value filter and sub-attribute. */
+const ATTRIBUTE_PATH = new RegExp(`^([^.[\\]"]+)(${VALUE_FILTER})?(?:\\.([^.[\\]"]+))?$`);
+
 /**
  * A PATCH path with its attribute and sub-attribute spelled as the schema does: `Name.GivenName`
  * is `name.givenName`, `Emails[type eq "work"].Value` is `emails[type eq "work"].value`, an
@@ -123,7 +128,7 @@ export function pathWithSchemaNames(path: string, names: AttributeNames): string
     const sub = spelled(names[extension] ?? {}, rest);
     return `${extension}:${sub ?? rest}`;
   }
-  const parts = /^([^.[\]"]+)(\[(?:[^[\]"]|"(?:[^"\\]|\\.)*")+\])?(?:\.([^.[\]"]+))?$/.exec(path);
+  const parts = ATTRIBUTE_PATH.exec(path);
   if (parts === null) return path;
   const [, attribute, filter = '', subAttribute] = parts;
   const name = spelled(names, attribute!);
@@ -136,9 +141,9 @@ export function pathWithSchemaNames(path: string, names: AttributeNames): string
 
 /**
  * RFC 7644 §3.5.2's PATH: an attribute (an extension's after its URN), an optional value filter
- * in brackets (quoted strings may hold brackets), an optional sub-attribute.
+ * in brackets, an optional sub-attribute.
  */
-const PATH = /^(?:urn:[^\s[\]"]+:)?[A-Za-z$][\w$-]*(?:\[(?:[^[\]"]|"(?:[^"\\]|\\.)*")+\])?(?:\.[A-Za-z$][\w$-]*)?$/;
+const PATH = new RegExp(`^(?:urn:[^\\s[\\]"]+:)?[A-Za-z$][\\w$-]*(?:${VALUE_FILTER})?(?:\\.[A-Za-z$][\\w$-]*)?$`);
 
 /** 400 `invalidPath` for a PATCH path that is not one by RFC 7644's grammar (an empty one, an unclosed bracket or quote). */
 export function checkPathSyntax(path: string, where: string): void {

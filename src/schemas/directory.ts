@@ -113,13 +113,13 @@ export const UserReplace = Type.Object(
   { additionalProperties: false, title: 'UserReplace' },
 );
 
-/** A JSON merge patch (RFC 7396) of a user: `null` removes an optional field (and is refused for `email`). */
+/** A JSON merge patch (RFC 7396) of a user: `null` removes an optional field (`email` is required: never null). */
 export const UserPatch = Type.Object(
   {
     id: Type.Optional(Type.String({ description: 'Must be the user id if sent' })),
     firstname: Type.Optional(NullableName),
     lastname: Type.Optional(NullableName),
-    email: Type.Optional(Type.Union([Email, Type.Null()])),
+    email: Type.Optional(Email),
     external: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
     status: Type.Optional(Type.Union([Status, Type.Null()])),
     userName: Type.Optional(ScimText),

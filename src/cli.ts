@@ -8,6 +8,7 @@ import { blobStorePlugin } from './plugins/blob-store.ts';
 import { documentsPlugin } from './plugins/documents.ts';
 import { loadConfig, ConfigError, type Config, type SqliteMemory } from './config.ts';
 import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
+import { migrationsFor } from './db/migrations/index.ts';
 import { DatabaseUnavailableError, SchemaNewerError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
 import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
@@ -19,7 +20,7 @@ import { DirectoryService } from './directory/directory-service.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
 import type { Actor } from './directory/audit.ts';
 import { importOptionsFor } from './search-index/index.ts';
-import { ListenError, serve } from './server.ts';
+import { assertCanListen, ListenError, serve } from './server.ts';
 
 const USAGE = `Usage: signroom <command>
 
@@ -58,7 +59,12 @@ const ACTOR_OPTION = { as: { type: 'string', default: 'cli' } } as const;
 class UsageError extends Error {}
 
 async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], dialect: DatabaseHandle['dialect']) => Promise<T>): Promise<T> {
-  const { database: handle } = await openMigratedDatabase(config);
+  const { database: handle, applied } = await openMigratedDatabase(config);
+  // A command run in another directory than the server's finds no database in its ./data and
+  // makes one: said, so that an empty answer is not taken for the server's.
+  if (applied.length === Object.keys(migrationsFor(handle.dialect)).length) {
+    console.error(`signroom: created a new, empty database (${handle.description}); set SIGNROOM_DATA_DIR (or DATABASE_URL) to use another`);
+  }
   try {
     return await work(handle.db, handle.dialect);
   } finally {
@@ -357,6 +363,7 @@ async function main(argv: string[]): Promise<number> {
     case 'serve': {
       parseArgs({ args, options: { demo: { type: 'boolean' } } });
       if (args.includes('--demo')) {
+        await assertCanListen(config);
         const code = await loadDemo(config);
         if (code !== 0) return code;
       }

@@ -1,5 +1,7 @@
+import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
+import { anyoneCanSignIn } from './repositories/credential-repository.ts';
 import { standardOutputLogDrained } from './http/request-log.ts';
 import type { Config } from './config.ts';
 
@@ -29,7 +31,32 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     await app.close();
     throw new ListenError(config, error);
   }
+  // A fresh install answers every request 401: say how to get in.
+  if (!(await anyoneCanSignIn(app.database.db).catch(() => true))) {
+    app.log.warn(
+      "no credential or API token yet, so every request is refused: create one with `bin/signroom credential set NAME '*'` (or start once with --demo)",
+    );
+  }
   return app;
+}
+
+/**
+ * Throws ListenError unless the server's address can be listened on now: `serve --demo` asks
+ * before it loads the demo, which would otherwise reset the demo organization of the server
+ * already running there and then fail to start.
+ */
+export async function assertCanListen(config: Config): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ host: config.host, port: config.port, exclusive: true }, resolve);
+    });
+  } catch (error) {
+    throw new ListenError(config, error);
+  } finally {
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+  }
 }
 
 /** The server could not listen: the port is taken, the address is not ours, and so on. */
@@ -43,7 +70,9 @@ export class ListenError extends Error {
           ? "the address is not one of this machine's (set HOST)"
           : code === 'EACCES'
             ? 'permission denied (ports below 1024 need privileges; set PORT)'
-            : (cause as Error).message;
+            : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+              ? 'no such host (set HOST to an address or name of this machine)'
+              : (cause as Error).message;
     super(`cannot listen on ${config.host}:${config.port}: ${reason}`, { cause });
     this.name = 'ListenError';
   }

@@ -66,3 +66,10 @@ export async function findCredentialScope(db: Kysely<Database> | Transaction<Dat
   const row = await db.selectFrom('credentials').select('organizations').where('username', '=', username).executeTakeFirst();
   return row === undefined ? undefined : (JSON.parse(row.organizations) as CredentialScope);
 }
+
+/** Whether anything can sign in at all: a credential, or an API token (revoked tokens are deleted). */
+export async function anyoneCanSignIn(db: Kysely<Database>): Promise<boolean> {
+  const credential = await db.selectFrom('credentials').select('username').limit(1).executeTakeFirst();
+  if (credential !== undefined) return true;
+  return (await db.selectFrom('api_tokens').select('id').limit(1).executeTakeFirst()) !== undefined;
+}

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { sql } from 'kysely';
 import { after, before, describe, it } from 'node:test';
 import { cliWorkspace, freePort, runCli, startServer, type CliWorkspace } from '../helpers/cli.ts';
 import { basic } from '../helpers/test-app.ts';
@@ -79,6 +81,77 @@ describe('bin/signroom serve and configuration', () => {
       assert.doesNotMatch(result.stderr, /at .*\.ts:\d+/, 'no stack trace');
     } finally {
       squatter.close();
+    }
+  });
+
+  it('changes nothing with --demo when the port is taken: the demo is loaded only once it can listen', async () => {
+    // The demo was loaded above; a member added since is what loading it again would undo.
+    for (const args of [
+      ['user', 'add', 'demo', '--id', 'keep-me', '--email', 'keep.me@demo.example'],
+      ['room', 'add-member', 'demo', 'board', 'keep-me'],
+    ]) {
+      const result = await runCli(args, workspace.env);
+      assert.equal(result.code, 0, result.stderr);
+    }
+    const port = await freePort();
+    const { createServer } = await import('node:net');
+    const squatter = createServer().listen(port, '127.0.0.1');
+    await once(squatter, 'listening');
+    try {
+      const result = await runCli(['serve', '--demo'], { ...workspace.env, PORT: String(port) });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, /the port is already in use/);
+      assert.doesNotMatch(result.stdout, /imported|demo credential/);
+    } finally {
+      squatter.close();
+    }
+    const members = await workspace.sql<{ user_id: string }>(
+      sql`select user_id from room_members where org_id = 'demo' and room_id = 'board' and user_id = 'keep-me'`,
+    );
+    assert.equal(members.length, 1, 'the member added after the demo stays');
+  });
+
+  it('says so when a host name does not resolve', async () => {
+    const result = await runCli(['serve'], { ...workspace.env, HOST: 'no-such-host.invalid', PORT: String(await freePort()) });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /cannot listen on no-such-host\.invalid:\d+: no such host \(set HOST/);
+  });
+});
+
+describe('bin/signroom on a new data directory', () => {
+  let workspace: CliWorkspace;
+  before(async () => {
+    workspace = await cliWorkspace();
+  });
+  after(() => workspace.close());
+
+  it('warns at the start of a server that nobody can sign in yet, and says how to', async () => {
+    const server = await startServer({ ...workspace.env, PORT: String(await freePort()) });
+    try {
+      for (const began = performance.now(); !/no credential or API token yet/.test(server.output()) && performance.now() - began < 10_000;)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(server.output(), /no credential or API token yet, so every request is refused: create one with `bin\/signroom credential set NAME '\*'`/);
+    } finally {
+      server.child.kill('SIGTERM');
+      await once(server.child, 'exit');
+    }
+  });
+
+  it('says when a command makes a new, empty database, and only then', async () => {
+    const dataDir = `${workspace.dataDir}-elsewhere`;
+    const env = { ...workspace.env, SIGNROOM_DATA_DIR: dataDir };
+    try {
+      // On PostgreSQL the workspace's database was migrated by the server above: a command finds it.
+      const first = await runCli(['token', 'list'], env);
+      assert.equal(first.code, 0, first.stderr);
+      if (workspace.env['DATABASE_URL'] === undefined)
+        assert.match(first.stderr, /created a new, empty database \(sqlite:.*-elsewhere\/signroom\.sqlite\); set SIGNROOM_DATA_DIR/);
+      else assert.equal(first.stderr, '');
+      const again = await runCli(['token', 'list'], env);
+      assert.equal(again.code, 0, again.stderr);
+      assert.equal(again.stderr, '');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

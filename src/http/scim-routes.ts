@@ -191,7 +191,25 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     await groups.delete(request.params.organizationId, request.params.groupId, ifMatchOf(request), actor(request));
     return reply.code(204).send();
   });
+  addNotImplemented(app);
   addMethodsNotAllowed(app);
+}
+
+/**
+ * SCIM operations this service does not offer, as ServiceProviderConfig says (bulk, and search
+ * by POST, which RFC 7644 §3.4.3 makes optional): 501 (RFC 7644 §3.12), where `…/Users/.search`
+ * was taken for a user's URL (405) and `…/Bulk` for no resource (404).
+ */
+function addNotImplemented(app: FastifyInstance): void {
+  const instead: Record<string, string> = {
+    '/:organizationId/.search': 'Searching with POST .search is not supported: list /Users or /Groups with GET and a filter.',
+    '/:organizationId/Users/.search': 'Searching with POST .search is not supported: GET /Users with a filter.',
+    '/:organizationId/Groups/.search': 'Searching with POST .search is not supported: GET /Groups with a filter.',
+    '/:organizationId/Bulk': 'Bulk operations are not supported (ServiceProviderConfig: bulk.supported is false): send each operation on its own.',
+  };
+  for (const [url, detail] of Object.entries(instead)) {
+    app.post(url, { schema: { hide: true } }, async (_request, reply) => sendScimError(reply, new ScimError(501, detail)));
+  }
 }
 
 /** The discovery resource with this id (ignoring case, as URNs compare); 404 otherwise. */

@@ -20,7 +20,8 @@ export interface ScimUser {
   id: string;
   externalId?: string;
   userName: string;
-  name: { givenName?: string; familyName?: string };
+  /** Left out when the user has neither name (RFC 7643 §2.5: an empty complex attribute is unassigned). */
+  name?: { givenName?: string; familyName?: string };
   displayName: string;
   emails: { value: string; type: 'work'; primary: true }[];
   active: boolean;
@@ -38,7 +39,7 @@ export function toScimUser(user: UserBody, location: string, version: string): S
     id: user.id,
     ...(user.externalId !== null && user.externalId !== undefined ? { externalId: user.externalId } : {}),
     userName: user.userName ?? user.email,
-    name,
+    ...(Object.keys(name).length > 0 ? { name } : {}),
     displayName: displayName({ firstname: user.firstname ?? null, lastname: user.lastname ?? null, email: user.email }),
     emails: [{ value: user.email, type: 'work', primary: true }],
     active: user.status !== 'suspended',
@@ -80,33 +81,60 @@ function emailOf(emails: unknown): string | undefined {
 /**
  * The directory user a SCIM User body describes, as the REST routes take it (`status` from
  * `active`: false suspends; true activates a suspended user and keeps a pending one pending;
- * `external` from the signroom extension; with `keepExternal` (a PUT), as `current` has it when
- * the body does not give it: identity providers that know nothing of the extension send none,
- * where a patched user without it had it removed).
+ * `external` from the signroom extension, nested or as `urn:…:User:external` at the top). With
+ * `keptWhenAbsent` (a PUT), `active` and `external` stay as `current` has them when the body does
+ * not give them: identity providers that know nothing of the extension send none, and a PUT that
+ * leaves out `active` must not bring a user its identity provider suspended back as a candidate
+ * (a patched user without them had them removed).
  * `displayName`, `meta`, attributes not kept and the enterprise extension are ignored.
  */
 export function userFromScim(
   body: Record<string, unknown>,
   current: Pick<UserBody, 'status' | 'external'> | undefined,
-  options: { keepExternal?: boolean } = {},
+  options: { keptWhenAbsent?: boolean } = {},
 ): Record<string, unknown> {
   const resource = withSchemaNames(body, USER_NAMES) as Record<string, unknown>;
   const userName = stringOf(resource['userName'], 'userName');
   if (userName === undefined || userName.trim() === '') throw new ScimError(400, '"userName" is required.', 'invalidValue');
   const name = objectOf(resource['name'], 'name');
   const active = booleanOf(resource['active'], 'active');
-  const extension = objectOf(resource[SIGNROOM_USER_SCHEMA], SIGNROOM_USER_SCHEMA);
+  const extension = signroomExtensionOf(resource);
+  const kept = options.keptWhenAbsent === true ? current : undefined;
   const currentStatus = current?.status;
-  const status = active === false ? 'suspended' : currentStatus === undefined || currentStatus === 'suspended' ? 'active' : currentStatus;
+  const status =
+    active === undefined && kept !== undefined
+      ? kept.status
+      : active === false
+        ? 'suspended'
+        : currentStatus === undefined || currentStatus === 'suspended'
+          ? 'active'
+          : currentStatus;
   return {
     userName,
     email: emailOf(resource['emails']) ?? userName,
     firstname: stringOf(name['givenName'], 'name.givenName') ?? null,
     lastname: stringOf(name['familyName'], 'name.familyName') ?? null,
     externalId: stringOf(resource['externalId'], 'externalId'),
-    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? (options.keepExternal === true ? current?.external : undefined) ?? false,
+    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? kept?.external ?? false,
     status,
   };
+}
+
+/**
+ * The signroom extension's attributes a body gives: its object, and its attributes written out
+ * at the top (`urn:…:User:external`, as pathless PATCH values carry them); 400 for one given both ways.
+ */
+function signroomExtensionOf(resource: Record<string, unknown>): Record<string, unknown> {
+  const extension = { ...objectOf(resource[SIGNROOM_USER_SCHEMA], SIGNROOM_USER_SCHEMA) };
+  const prefix = `${SIGNROOM_USER_SCHEMA.toLowerCase()}:`;
+  for (const [key, value] of Object.entries(resource)) {
+    if (!key.toLowerCase().startsWith(prefix)) continue;
+    const attribute = pathWithSchemaNames(key, USER_NAMES).slice(prefix.length);
+    if (Object.hasOwn(extension, attribute))
+      throw new ScimError(400, `"${key}" names the attribute "${attribute}" of ${SIGNROOM_USER_SCHEMA} given already.`, 'invalidSyntax');
+    extension[attribute] = value;
+  }
+  return extension;
 }
 
 /** RFC 7643's User as a write may name it (sub-attributes of those a user keeps), the signroom extension, and the enterprise one (ignored). */

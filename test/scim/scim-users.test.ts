@@ -495,6 +495,63 @@ describe('SCIM /Users', () => {
     assert.equal(sent.json()[extension].external, false);
   });
 
+  it('keeps the status on a PUT without active: a user the identity provider suspended stays out of every lookup', async () => {
+    const body = (userName: string, extra: object = {}) => ({ schemas: [USER], userName, name: { givenName: 'Lea', familyName: 'Leaver' }, ...extra });
+    const created = await call('POST', `${SCIM}/Users`, body('lea.leaver@acme.example', { active: false }));
+    assert.equal(created.statusCode, 201, created.body);
+    const id = created.json().id as string;
+    const put = await call('PUT', `${SCIM}/Users/${id}`, body('lea.leaver@acme.example'));
+    assert.equal(put.statusCode, 200, put.body);
+    assert.equal(put.json().active, false);
+    assert.deepEqual(await lookupEmails('searchQuery=leaver'), []);
+    // A pending user (set by the REST API) stays pending; active: true makes an active user of a suspended one.
+    const root = { authorization: basic('root', 'root-password') };
+    const pending = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v3/organizations/acme/users',
+      headers: root,
+      payload: { id: 'pam-pending', email: 'pam.pending@acme.example', status: 'pending' },
+    });
+    assert.equal(pending.statusCode, 201, pending.body);
+    assert.equal(
+      (await call('PUT', `${SCIM}/Users/pam-pending`, body('pam.pending@acme.example', { name: { givenName: 'Pam', familyName: 'Pending' } }))).statusCode,
+      200,
+    );
+    const stored = await t.app.inject({ url: '/admin/api/v3/organizations/acme/users/pam-pending', headers: root });
+    assert.equal(stored.json().status, 'pending');
+    assert.equal((await call('PUT', `${SCIM}/Users/${id}`, body('lea.leaver@acme.example', { active: true }))).json().active, true);
+    assert.deepEqual(await lookupEmails('searchQuery=leaver'), ['lea.leaver@acme.example']);
+  });
+
+  it("takes the signroom extension's attribute written out at the top of a POST or PUT, and leaves out an empty name", async () => {
+    const extension = 'urn:signroom:params:scim:schemas:extension:2.0:User';
+    const created = await call('POST', `${SCIM}/Users`, { schemas: [USER, extension], userName: 'flo.flat@acme.example', [`${extension}:external`]: true });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(created.json()[extension].external, true);
+    assert.equal(Object.hasOwn(created.json(), 'name'), false, 'no name: none is assigned');
+    const id = created.json().id as string;
+    const put = await call('PUT', `${SCIM}/Users/${id}`, { schemas: [USER], userName: 'flo.flat@acme.example', [`${extension}:External`]: 'False' });
+    assert.equal(put.json()[extension].external, false);
+    const twice = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER],
+      userName: 'flo.flat@acme.example',
+      [extension]: { external: true },
+      [`${extension}:external`]: true,
+    });
+    assertScimError(twice, 400, 'invalidSyntax');
+    assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json()[extension].external, false);
+  });
+
+  it('answers search by POST and bulk operations, which it does not offer, with 501', async () => {
+    for (const url of [`${SCIM}/.search`, `${SCIM}/Users/.search`, `${SCIM}/Groups/.search`, `${SCIM}/Bulk`]) {
+      const answer = await call('POST', url, { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], filter: 'userName eq "x"' });
+      assertScimError(answer, 501);
+    }
+    // Not before the token is checked.
+    const anonymous = await t.app.inject({ method: 'POST', url: `${SCIM}/Bulk`, headers: { 'content-type': 'application/scim+json' }, payload: '{}' });
+    assert.equal(anonymous.statusCode, 401);
+  });
+
   it('reads filter values as JSON strings (a backslash escaped or not), bare words as strings, and paging numbers of any size', async () => {
     const created = await call('POST', `${SCIM}/Users`, {
       schemas: [USER],

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { withNamedSchemas } from './openapi-components.ts';
 
 export const API_PREFIX = '/admin/api/v3';
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
@@ -35,6 +36,9 @@ export async function registerOpenApi(app: FastifyInstance, version: string, pub
         { name: 'operations', description: 'Health and API description (no authentication)' },
       ],
     },
+    // The schemas with a title as components, each place a $ref (openapi-components.ts).
+    transformObject: (documents) =>
+      'openapiObject' in documents ? withNamedSchemas(documents.openapiObject as Record<string, unknown>) : documents.swaggerObject,
   });
 }
 

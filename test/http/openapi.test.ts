@@ -21,6 +21,15 @@ interface Operation {
 }
 
 const DOCUMENTS = '/admin/api/v3/organizations/{organizationId}/rooms/{signingRoomId}/documents';
+
+/** A schema as written where it is used, or the component its `$ref` names. */
+function resolved(doc: { components: { schemas: Record<string, any> } }, schema: { $ref?: string } & Record<string, any>): Record<string, any> {
+  if (schema.$ref === undefined) return schema;
+  const name = decodeURIComponent(schema.$ref.replace('#/components/schemas/', ''));
+  const component = doc.components.schemas[name];
+  assert.ok(component, `${schema.$ref} is a component`);
+  return component;
+}
 const API_ERRORS = ['401', '403', '429', '500', '503'];
 
 describe('OpenAPI document and docs', () => {
@@ -90,8 +99,8 @@ describe('OpenAPI document and docs', () => {
       'query:sortDirection',
     ]);
     assert.deepEqual(Object.keys(operation.responses).sort(), ['200', '400', '401', '403', '404', '429', '500', '503']);
-    assert.ok(operation.responses['400'].content['application/problem+json'].schema.properties.errors);
-    const page = operation.responses['200'].content['application/json'].schema;
+    assert.ok(resolved(doc, operation.responses['400'].content['application/problem+json'].schema).properties.errors);
+    const page = resolved(doc, operation.responses['200'].content['application/json'].schema);
     assert.deepEqual(Object.keys(page.properties).sort(), [
       'content',
       'empty',
@@ -105,6 +114,31 @@ describe('OpenAPI document and docs', () => {
       'totalElements',
       'totalPages',
     ]);
+  });
+
+  it('names its schemas as components, each written once, for client generators: User, Room, Problem, the pages', () => {
+    for (const name of ['User', 'UserPatch', 'Room', 'Organization', 'Problem', 'SignatoryPage', 'UserPage', 'AuditEvent', 'DocumentMetadata'])
+      assert.ok(doc['components'].schemas[name], name);
+    const user = '/admin/api/v3/organizations/{organizationId}/users/{userId}';
+    const created = operation('/admin/api/v3/organizations/{organizationId}/users', 'post').responses['201']!.content!['application/json']!.schema;
+    assert.equal(created['$ref'], '#/components/schemas/User');
+    assert.equal(created['description'], 'Created', "the place's own description beside the $ref");
+    assert.ok(resolved(doc as never, created).properties.email);
+    assert.equal(operation(user, 'patch').responses['404']!.content!['application/problem+json']!.schema['$ref'], '#/components/schemas/Problem');
+    // A page's items are the component too.
+    assert.equal(doc['components'].schemas['UserPage'].properties.content.items.$ref, '#/components/schemas/User');
+    // No schema with a title is left written out in the paths.
+    const titled: string[] = [];
+    const walk = (node: unknown, at: string): void => {
+      if (Array.isArray(node)) node.forEach((item, k) => walk(item, `${at}/${k}`));
+      else if (typeof node === 'object' && node !== null)
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'title' && typeof value === 'string') titled.push(`${at}: ${value}`);
+          else walk(value, `${at}/${key}`);
+        }
+    };
+    walk(doc.paths, '');
+    assert.deepEqual(titled, []);
   });
 
   it('describes the document routes, their bodies, headers and problems', async () => {

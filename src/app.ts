@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Authenticator, scopeIncludes } from './auth/authenticator.ts';
@@ -29,8 +28,7 @@ import { blobStorePlugin } from './plugins/blob-store.ts';
 import { databasePlugin } from './plugins/database.ts';
 import { documentsPlugin } from './plugins/documents.ts';
 import { searchIndexesPlugin } from './plugins/search-indexes.ts';
-
-const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+import { VERSION } from './version.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

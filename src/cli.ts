@@ -21,6 +21,7 @@ import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
 import type { Actor } from './directory/audit.ts';
 import { importOptionsFor } from './search-index/index.ts';
 import { assertCanListen, ListenError, serve } from './server.ts';
+import { VERSION } from './version.ts';
 
 const USAGE = `Usage: signroom <command>
 
@@ -47,7 +48,8 @@ Commands:
                                Change a room's members (idempotent)
   upload ORG ROOM FILE [--name NAME] [--as USER]
                                Store a PDF, PNG or JPEG in a room as the API would (prints its id, page count and thumbnail state as JSON)
-  help                         Show this text
+  help                         Show this text (signroom COMMAND --help: that command's usage)
+  version                      Show the version
 
 Directory, credential and token commands are audited with actor "cli", or the name given with --as NAME.
 Configuration comes from environment variables (see README).`;
@@ -119,7 +121,7 @@ function hasChanged(file: OpenDirectoryFile): boolean {
 
 function reportProblems(problems: { path: string; message: string }[]): number {
   for (const problem of problems) console.error(`${problem.path}: ${problem.message}`);
-  console.error(`${problems.length} problem(s) found; nothing was changed.`);
+  console.error(`signroom: ${problems.length} problem(s) found; nothing was changed.`);
   return 1;
 }
 
@@ -241,8 +243,8 @@ async function directoryCommand(config: Config, noun: 'user' | 'room', args: str
         return 0;
       } catch (error) {
         if (!(error instanceof ProblemError)) throw error;
-        const fields = error.errors?.map((problem) => `\n  ${problem.parameter}: ${problem.message}`).join('') ?? '';
-        console.error(`signroom: ${error.code}: ${error.message}${fields}`);
+        // Its message names every bad field already.
+        console.error(`signroom: ${error.code}: ${error.message}`);
         return 1;
       }
     });
@@ -295,7 +297,7 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
   try {
     bytes = readFileSync(file);
   } catch (error) {
-    console.error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    console.error(`signroom: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     return 1;
   }
   // The same plugins the server registers, with one render worker and no HTTP.
@@ -318,7 +320,7 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
       return 0;
     } catch (error) {
       if (error instanceof ProblemError) {
-        console.error(`${error.code}: ${error.message}`);
+        console.error(`signroom: ${error.code}: ${error.message}`);
         return 1;
       }
       throw error;
@@ -342,7 +344,7 @@ function commandUsage(command: string): string | undefined {
     if (inCommand) picked.push(line);
   }
   if (picked.length === 0) return undefined;
-  return `Usage: signroom ${command} …\n\n${picked.join('\n')}\n\nConfiguration comes from environment variables (see README).`;
+  return `Usage of signroom ${command}:\n\n${picked.join('\n')}\n\nConfiguration comes from environment variables (see README).`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -350,6 +352,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     console.log(USAGE);
     return command === undefined ? 2 : 0;
+  }
+  if (command === 'version' || command === '--version' || command === '-v') {
+    console.log(`signroom ${VERSION}`);
+    return 0;
   }
   // Asked of any command, help prints that command's usage and does nothing else (serve does not start).
   if (args.includes('--help') || args.includes('-h')) {
@@ -396,7 +402,7 @@ async function main(argv: string[]): Promise<number> {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === undefined) throw error;
         const reason = code === 'ENOTREGULAR' ? 'not a regular file (the import reads it twice: save it to a file first)' : code;
-        console.error(`cannot read ${file}: ${reason}`);
+        console.error(`signroom: cannot read ${file}: ${reason}`);
         return 1;
       }
       try {
@@ -427,14 +433,22 @@ function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_');
 }
 
-main(process.argv.slice(2)).then(
+/** What parseArgs says, in this CLI's words: its advice on `--` is for positionals, not a mistyped option. */
+function parseArgsMessage(error: Error): string {
+  const unknown = /^Unknown option '([^']+)'/.exec(error.message);
+  return unknown === null ? error.message : `unknown option ${unknown[1]}`;
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => {
     if (code >= 0) process.exitCode = code;
   },
   (error: unknown) => {
-    // A bad option (unknown, or missing its value) is a bad command line too.
+    // A bad option (unknown, or missing its value) is a bad command line too: said with that command's usage.
     if (error instanceof UsageError || isParseArgsError(error)) {
-      console.error(`signroom: ${error.message}\n\n${USAGE}`);
+      const message = error instanceof UsageError ? error.message : parseArgsMessage(error);
+      console.error(`signroom: ${message}\n\n${(argv[0] === undefined ? undefined : commandUsage(argv[0])) ?? USAGE}`);
       process.exitCode = 2;
     } else if (error instanceof ListenError || error instanceof DatabaseUnavailableError || error instanceof SchemaNewerError) {
       console.error(`signroom: ${error.message}`);

@@ -106,7 +106,7 @@ describe(`API tokens on ${TEST_DIALECT}`, () => {
     // --name without its value: the usage, not a stack trace.
     const noName = await runCli(['token', 'create', 'acme', '--name'], env());
     assert.equal(noName.code, 2);
-    assert.match(noName.stderr, /^signroom: .*--name.*\n\nUsage: signroom <command>/s);
+    assert.match(noName.stderr, /^signroom: .*--name.*\n\nUsage of signroom token:/s);
     assert.equal(Number((await workspace.sql<{ n: number }>(sql`SELECT count(*) AS n FROM api_tokens`))[0]!.n), Number(before));
     assert.equal((await events('token.created')).length, 2);
   });

@@ -15,7 +15,7 @@ describe('bin/signroom <command> --help', () => {
         const result = await runCli([command, 'acme', flag], { SIGNROOM_DATA_DIR: dataDir, PORT: '1' });
         assert.equal(result.code, 0, result.stderr);
         assert.equal(result.stderr, '');
-        assert.ok(result.stdout.startsWith(`Usage: signroom ${command} …\n`), result.stdout);
+        assert.ok(result.stdout.startsWith(`Usage of signroom ${command}:\n`), result.stdout);
         assert.match(result.stdout, new RegExp(`^ {2}${command}\\b`, 'm'));
         assert.ok(!/^ {2}(?!\s)/m.test(result.stdout.replace(new RegExp(`^ {2}${command}\\b.*$`, 'gm'), '')), 'only this command is listed');
       }
@@ -32,7 +32,9 @@ describe('bin/signroom <command> --help', () => {
       const dataDir = freshDataDir();
       const result = await runCli(args, { SIGNROOM_DATA_DIR: dataDir, PORT: '1' });
       assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
-      assert.match(result.stderr, /Unexpected argument|Unknown option/, result.stderr);
+      assert.match(result.stderr, /Unexpected argument|unknown option --port/, result.stderr);
+      // That command's usage, not every command's.
+      assert.match(result.stderr, new RegExp(`\\n\\nUsage of signroom ${args[0]}:\\n`), result.stderr);
       assert.deepEqual(readdirSync(dataDir), [], `${args.join(' ')} created nothing`);
     }
   });
@@ -40,6 +42,14 @@ describe('bin/signroom <command> --help', () => {
   it('refuses help for a command that does not exist, with the whole usage', async () => {
     const result = await runCli(['frobnicate', '--help'], { SIGNROOM_DATA_DIR: freshDataDir() });
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /unknown command "frobnicate"/);
+    assert.match(result.stderr, /unknown command "frobnicate"\n\nUsage: signroom <command>/);
+  });
+
+  it('prints its version', async () => {
+    for (const flag of ['--version', 'version']) {
+      const result = await runCli([flag], { SIGNROOM_DATA_DIR: freshDataDir() });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^signroom \d+\.\d+\.\d+\n$/);
+    }
   });
 });

@@ -326,7 +326,7 @@ describe('bin/signroom import', () => {
     );
     const text = await runCli(['upload', 'acme', 'board', path.join(dataDir, 'directory.json')], env());
     assert.equal(text.code, 1);
-    assert.match(text.stderr, /^unsupported-media-type: /m);
+    assert.match(text.stderr, /^signroom: unsupported-media-type: /m);
   });
 
   it('names the file it cannot read', async () => {

@@ -17,11 +17,13 @@ import { hashPassword } from './auth/password-hash.ts';
 import { revokeCredential, setCredential } from './directory/credential-changes.ts';
 import { createToken, listTokens, revokeToken } from './auth/api-tokens.ts';
 import { DirectoryService } from './directory/directory-service.ts';
+import { missingOrganizations } from './repositories/directory-repository.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
 import type { Actor } from './directory/audit.ts';
 import { importOptionsFor } from './search-index/index.ts';
 import { assertCanListen, ListenError, serve } from './server.ts';
 import { VERSION } from './version.ts';
+import { readHiddenLine } from './lib/hidden-prompt.ts';
 
 const USAGE = `Usage: signroom <command>
 
@@ -31,7 +33,8 @@ Commands:
   import FILE.json [--as NAME] Upsert organizations, users, rooms and credentials from a directory file
   demo                         Load the demo organization "demo" and the credential ${DEMO_USERNAME} / ${DEMO_PASSWORD}
   credential set USER ORGS     Create or change a credential; ORGS is "*" or a comma-separated list of
-                               organization ids; the password is read from SIGNROOM_PASSWORD or standard input
+                               organization ids; the password is read from SIGNROOM_PASSWORD or standard input,
+                               or asked for at a terminal (twice, not shown)
   credential revoke USER       Delete a credential (takes effect at once)
   token create ORG [--name NAME] [--json]
                                Create an API token for one organization; prints the token (once) on the first line
@@ -59,6 +62,9 @@ const ACTOR_OPTION = { as: { type: 'string', default: 'cli' } } as const;
 
 /** Thrown for a bad command line: printed with the usage, exit status 2. */
 class UsageError extends Error {}
+
+/** No password came from the terminal, or two that differ: said, exit status 1. */
+class PasswordNotGiven extends Error {}
 
 async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], dialect: DatabaseHandle['dialect']) => Promise<T>): Promise<T> {
   const { database: handle, applied } = await openMigratedDatabase(config);
@@ -133,8 +139,15 @@ async function loadDemo(config: Config): Promise<number> {
   return code;
 }
 
-async function readPassword(config: Config): Promise<string> {
+async function readPassword(config: Config, username: string): Promise<string> {
   if (config.credentialPassword !== undefined) return config.credentialPassword;
+  if (process.stdin.isTTY) {
+    // At a terminal: asked for, not shown, twice.
+    const typed = await readHiddenLine(`password for "${username}": `);
+    if (typed === undefined || typed === '') throw new PasswordNotGiven('no password given; nothing was changed');
+    if ((await readHiddenLine('the same password again: ')) !== typed) throw new PasswordNotGiven('the two passwords differ; nothing was changed');
+    return typed;
+  }
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   const password = Buffer.concat(chunks)
@@ -158,9 +171,22 @@ async function credentialCommand(config: Config, args: string[]): Promise<number
     if (scope !== '*' && !scope.every((id) => ID_PATTERN.test(id))) throw new UsageError(`bad organization list "${orgs}"`);
     const check = validateDirectoryFile({ credentials: [{ username, password: 'x', organizations: scope }] });
     if (check.problems.length > 0) return reportProblems(check.problems);
-    const passwordHash = await hashPassword(await readPassword(config));
-    await withDatabase(config, (db) => db.transaction().execute((trx) => setCredential(trx, { username, passwordHash, scope }, actor)));
+    let password: string;
+    try {
+      password = await readPassword(config, username);
+    } catch (error) {
+      if (!(error instanceof PasswordNotGiven)) throw error;
+      console.error(`signroom: ${error.message}`);
+      return 1;
+    }
+    const passwordHash = await hashPassword(password);
+    const missing = await withDatabase(config, async (db) => {
+      await db.transaction().execute((trx) => setCredential(trx, { username, passwordHash, scope }, actor));
+      return scope === '*' ? [] : missingOrganizations(db, scope);
+    });
     console.log(`credential "${username}" set`);
+    // Allowed (an organization may be created after its credential), but likely a typo.
+    for (const orgId of missing) console.error(`signroom: note: no organization "${orgId}" yet; the credential covers it once it is created`);
     return 0;
   }
   throw new UsageError('expected: credential set USER ORGS | credential revoke USER');

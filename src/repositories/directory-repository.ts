@@ -125,6 +125,21 @@ export type UserRecord = Selectable<UserTable>;
 export type RoomRecord = Selectable<RoomTable> & { member_count: number };
 export type OrganizationRecord = Selectable<OrganizationTable>;
 
+/** Those of `orgIds` that are no organization. */
+export async function missingOrganizations(db: Kysely<Database>, orgIds: readonly string[]): Promise<string[]> {
+  if (orgIds.length === 0) return [];
+  const found = new Set(
+    (
+      await db
+        .selectFrom('organizations')
+        .select('id')
+        .where('id', 'in', [...orgIds])
+        .execute()
+    ).map((row) => row.id),
+  );
+  return orgIds.filter((id) => !found.has(id));
+}
+
 /** The organization, or undefined. */
 export async function findOrganization(db: Kysely<Database>, orgId: string): Promise<OrganizationRecord | undefined> {
   return db.selectFrom('organizations').selectAll().where('id', '=', orgId).executeTakeFirst();

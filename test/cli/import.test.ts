@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { cliWorkspace, runCli, type CliWorkspace } from '../helpers/cli.ts';
+import { cliWorkspace, runCli, runCliAtTerminal, type CliWorkspace } from '../helpers/cli.ts';
 import { TEST_DIALECT } from '../helpers/databases.ts';
 import { ACME, DIRECTORY } from '../helpers/fixtures.ts';
 import { topHalfBlackPdf } from '../helpers/pdf.ts';
@@ -310,6 +310,27 @@ describe('bin/signroom import', () => {
     assert.equal((await runCli(['credential', 'revoke', 'alice'], env())).code, 1);
     assert.equal((await runCli(['credential', 'set', 'x:y', 'acme'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 1);
     assert.equal((await runCli(['credential', 'set', 'carol', 'bad org!'], { ...env(), SIGNROOM_PASSWORD: 'p' })).code, 2);
+  });
+
+  it('asks for the password at a terminal, twice and unshown, and notes an organization that does not exist yet', async () => {
+    const set = await runCliAtTerminal(['credential', 'set', 'tess', 'acme,not-yet'], env(), ['tess-terminal-pass', 'tess-terminal-pass']);
+    assert.equal(set.code, 0, set.screen);
+    assert.match(set.screen, /^password for "tess": \nthe same password again: \n/);
+    assert.doesNotMatch(set.screen, /tess-terminal-pass/, 'the password is not shown');
+    assert.match(set.screen, /credential "tess" set\nsignroom: note: no organization "not-yet" yet; the credential covers it once it is created/);
+    assert.doesNotMatch(set.screen, /no organization "acme"/);
+    const stored = (await snapshot())[4]!.find((row) => (row as { username: string }).username === 'tess') as { organizations: string } | undefined;
+    assert.equal(stored?.organizations, '["acme","not-yet"]');
+    // Two that differ, or none: nothing is stored.
+    for (const answers of [['one-password', 'another-one'], ['']]) {
+      const refused = await runCliAtTerminal(['credential', 'set', 'tina', 'acme'], env(), answers);
+      assert.equal(refused.code, 1, refused.screen);
+      assert.match(refused.screen, /signroom: (the two passwords differ|no password given); nothing was changed/);
+    }
+    assert.equal(
+      (await snapshot())[4]!.some((row) => (row as { username: string }).username === 'tina'),
+      false,
+    );
   });
 
   it('uploads a document for a quick demo, and refuses what the API would refuse', async () => {

@@ -29,6 +29,31 @@ export function runCli(args: string[], env: Record<string, string>, options: { c
   });
 }
 
+/**
+ * Runs bin/signroom at a terminal of its own (util-linux `script` makes the pseudo-terminal),
+ * answering each prompt that ends with ": " in turn with the next of `answers` once it is shown;
+ * what the terminal showed (both streams, as a user sees them) and the exit status.
+ */
+export function runCliAtTerminal(args: string[], env: Record<string, string>, answers: string[]): Promise<{ code: number | null; screen: string }> {
+  const quoted = [SIGNROOM, ...args].map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qec', quoted, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
+    let screen = '';
+    let answered = 0;
+    let answeredAt = 0;
+    child.stdout.on('data', (chunk) => {
+      screen += chunk;
+      // A prompt is shown: the screen ends with one, new since the last answer.
+      if (screen.endsWith(': ') && screen.length > answeredAt && answered < answers.length) {
+        answeredAt = screen.length;
+        child.stdin.write(`${answers[answered++]}\r`);
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, screen: screen.replaceAll('\r\n', '\n') }));
+  });
+}
+
 /** Starts `bin/signroom serve` and resolves once it answers /livez. */
 export async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(SIGNROOM, ['serve'], { env: { ...process.env, ...env } });

@@ -269,7 +269,7 @@ function nonEmpty(env: Env, name: string, fallback: string): string {
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const value = raw(env, name);
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value)) throw new ConfigError(name, `must be a whole number, got "${value}"`);
+  if (!/^\d+$/.test(value)) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${value}"`);
   const n = Number(value);
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
   return n;

@@ -10,7 +10,7 @@ const LIST = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 export function serviceProviderConfig(base: string) {
   return {
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
-    documentationUri: 'https://github.com/signroom/signroom/blob/main/docs/scim.md',
+    // No documentationUri: a self-hosted service has no address of its documentation that is sure to exist (docs/scim.md ships with it).
     patch: { supported: true },
     bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
     filter: { supported: true, maxResults: 1000 },

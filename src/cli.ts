@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ProblemError } from './errors.ts';
@@ -7,8 +7,7 @@ import { databasePlugin } from './plugins/database.ts';
 import { blobStorePlugin } from './plugins/blob-store.ts';
 import { documentsPlugin } from './plugins/documents.ts';
 import { loadConfig, ConfigError, type Config, type SqliteMemory } from './config.ts';
-import { openMigratedDatabase, type DatabaseHandle } from './db/database.ts';
-import { migrationsFor } from './db/migrations/index.ts';
+import { openMigratedDatabase, SQLITE_FILE, type DatabaseHandle } from './db/database.ts';
 import { DatabaseUnavailableError, SchemaNewerError } from './db/database-errors.ts';
 import { DEMO_PASSWORD, DEMO_USERNAME, demoDirectory } from './demo/sample-directory.ts';
 import { ID_PATTERN, validateDirectoryFile, type ValidationResult } from './domain/directory-file.ts';
@@ -18,10 +17,11 @@ import { revokeCredential, setCredential } from './directory/credential-changes.
 import { createToken, listTokens, revokeToken } from './auth/api-tokens.ts';
 import { DirectoryService } from './directory/directory-service.ts';
 import { missingOrganizations } from './repositories/directory-repository.ts';
+import { anyoneCanSignIn } from './repositories/credential-repository.ts';
 import { ImportRejected, importDirectory } from './directory/bulk-import.ts';
 import type { Actor } from './directory/audit.ts';
 import { importOptionsFor } from './search-index/index.ts';
-import { assertCanListen, ListenError, serve } from './server.ts';
+import { ListenError, reserveAddress, serve, type Reservation } from './server.ts';
 import { VERSION } from './version.ts';
 import { readHiddenLine } from './lib/hidden-prompt.ts';
 
@@ -66,18 +66,28 @@ class UsageError extends Error {}
 /** No password came from the terminal, or two that differ: said, exit status 1. */
 class PasswordNotGiven extends Error {}
 
-async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], dialect: DatabaseHandle['dialect']) => Promise<T>): Promise<T> {
-  const { database: handle, applied } = await openMigratedDatabase(config);
-  // A command run in another directory than the server's finds no database in its ./data and
-  // makes one: said, so that an empty answer is not taken for the server's.
-  if (applied.length === Object.keys(migrationsFor(handle.dialect)).length) {
-    console.error(`signroom: created a new, empty database (${handle.description}); set SIGNROOM_DATA_DIR (or DATABASE_URL) to use another`);
-  }
+/** Runs `work` on the migrated database; `begins`: a command meant to begin a database (no note that it makes one, see noteNewDatabase). */
+async function withDatabase<T>(config: Config, work: (db: DatabaseHandle['db'], dialect: DatabaseHandle['dialect']) => Promise<T>, begins = false): Promise<T> {
+  if (!begins) noteNewDatabase(config);
+  const { database: handle } = await openMigratedDatabase(config);
   try {
     return await work(handle.db, handle.dialect);
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Says so when a command that reads or changes the directory is about to make a new, empty
+ * SQLite database: run in another directory than the server's, it finds no database in its
+ * ./data, and its empty answer would be taken for the server's. Not for `import`, `demo`,
+ * `migrate` and `serve`, which are how a database is meant to begin; not on PostgreSQL, where
+ * the database is the operator's.
+ */
+function noteNewDatabase(config: Config): void {
+  if (config.databaseUrl !== undefined) return;
+  const file = path.join(config.dataDir, SQLITE_FILE);
+  if (!existsSync(file)) console.error(`signroom: no database at ${file}: making a new, empty one (set SIGNROOM_DATA_DIR to use another)`);
 }
 
 /**
@@ -93,12 +103,15 @@ async function runImport(config: Config, result: ValidationResult | OpenDirector
       mmapBytes: Math.max(config.sqliteMemory.mmapBytes, IMPORT_SQLITE_MEMORY.mmapBytes),
       cacheBytes: Math.max(config.sqliteMemory.cacheBytes, IMPORT_SQLITE_MEMORY.cacheBytes),
     };
-    const counts = await withDatabase({ ...config, sqliteMemory }, (db) =>
-      importDirectory(db, result.file, result.problems, {
-        ...importOptionsFor(config, (message) => console.error(`signroom: ${message}`)),
-        ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}),
-        ...(actor !== undefined ? { actor } : {}),
-      }),
+    const counts = await withDatabase(
+      { ...config, sqliteMemory },
+      (db) =>
+        importDirectory(db, result.file, result.problems, {
+          ...importOptionsFor(config, (message) => console.error(`signroom: ${message}`)),
+          ...(assertUnchanged !== undefined ? { assertSourceUnchanged: assertUnchanged } : {}),
+          ...(actor !== undefined ? { actor } : {}),
+        }),
+      true,
     );
     console.log(
       `imported ${counts.organizations} organization(s), ${counts.users} user(s), ${counts.rooms} room(s) ` +
@@ -131,6 +144,19 @@ function reportProblems(problems: { path: string; message: string }[]): number {
   return 1;
 }
 
+/** A fresh install answers every request 401: the server's log says how to get in. */
+function warnIfNobodyCanSignIn(app: Awaited<ReturnType<typeof serve>>): void {
+  void anyoneCanSignIn(app.database.db).then(
+    (someone) => {
+      if (!someone)
+        app.log.warn(
+          "no credential or API token yet, so every request is refused: create one with `bin/signroom credential set NAME '*'` (or start once with --demo)",
+        );
+    },
+    () => undefined,
+  );
+}
+
 async function loadDemo(config: Config): Promise<number> {
   const code = await runImport(config, validateDirectoryFile(demoDirectory()));
   if (code === 0) {
@@ -145,7 +171,9 @@ async function readPassword(config: Config, username: string): Promise<string> {
     // At a terminal: asked for, not shown, twice.
     const typed = await readHiddenLine(`password for "${username}": `);
     if (typed === undefined || typed === '') throw new PasswordNotGiven('no password given; nothing was changed');
-    if ((await readHiddenLine('the same password again: ')) !== typed) throw new PasswordNotGiven('the two passwords differ; nothing was changed');
+    const again = await readHiddenLine('the same password again: ');
+    if (again === undefined) throw new PasswordNotGiven('no password given; nothing was changed');
+    if (again !== typed) throw new PasswordNotGiven('the two passwords differ; nothing was changed');
     return typed;
   }
   const chunks: Buffer[] = [];
@@ -326,6 +354,7 @@ async function uploadCommand(config: Config, args: string[]): Promise<number> {
     console.error(`signroom: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     return 1;
   }
+  noteNewDatabase(config);
   // The same plugins the server registers, with one render worker and no HTTP.
   const core = Fastify({ logger: false, pluginTimeout: 0 });
   try {
@@ -394,12 +423,20 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve': {
       parseArgs({ args, options: { demo: { type: 'boolean' } } });
+      let reserved: Reservation | undefined;
       if (args.includes('--demo')) {
-        await assertCanListen(config);
-        const code = await loadDemo(config);
-        if (code !== 0) return code;
+        // Held from before the demo is loaded until the server listens on it.
+        reserved = await reserveAddress(config);
+        const code = await loadDemo(config).catch(async (error: unknown) => {
+          await reserved?.release();
+          throw error;
+        });
+        if (code !== 0) {
+          await reserved.release();
+          return code;
+        }
       }
-      await serve(config);
+      warnIfNobodyCanSignIn(await serve(config, reserved));
       return -1;
     }
     case 'migrate': {

@@ -1,13 +1,26 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { anyoneCanSignIn } from './repositories/credential-repository.ts';
 import { standardOutputLogDrained } from './http/request-log.ts';
 import type { Config } from './config.ts';
 
-/** Starts listening and closes gracefully on SIGTERM/SIGINT: in-flight requests finish first. */
-export async function serve(config: Config): Promise<FastifyInstance> {
-  const app = await buildApp(config);
+/** An address held for the server (see reserveAddress). */
+export interface Reservation {
+  release(): Promise<void>;
+}
+
+/**
+ * Starts listening and closes gracefully on SIGTERM/SIGINT: in-flight requests finish first.
+ * `reserved`: the address held for it until it listens (released whatever happens).
+ */
+export async function serve(config: Config, reserved?: Reservation): Promise<FastifyInstance> {
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(config);
+  } catch (error) {
+    await reserved?.release();
+    throw error;
+  }
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -25,38 +38,34 @@ export async function serve(config: Config): Promise<FastifyInstance> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   try {
+    await reserved?.release();
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
     // Nothing may keep the process alive after a failed start (render workers, database).
     await app.close();
     throw new ListenError(config, error);
   }
-  // A fresh install answers every request 401: say how to get in.
-  if (!(await anyoneCanSignIn(app.database.db).catch(() => true))) {
-    app.log.warn(
-      "no credential or API token yet, so every request is refused: create one with `bin/signroom credential set NAME '*'` (or start once with --demo)",
-    );
-  }
   return app;
 }
 
 /**
- * Throws ListenError unless the server's address can be listened on now: `serve --demo` asks
- * before it loads the demo, which would otherwise reset the demo organization of the server
- * already running there and then fail to start.
+ * Listens on the server's address and holds it until released, or throws ListenError: `serve
+ * --demo` holds it while it loads the demo, which would otherwise reset the demo organization of
+ * a server already running there (or one started meanwhile) and then fail to start. A host name
+ * is held at the address it looks up first, as the server listens on.
  */
-export async function assertCanListen(config: Config): Promise<void> {
-  const probe = createServer();
+export async function reserveAddress(config: Config): Promise<Reservation> {
+  const held = createServer();
   try {
     await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject);
-      probe.listen({ host: config.host, port: config.port, exclusive: true }, resolve);
+      held.once('error', reject);
+      held.listen({ host: config.host, port: config.port, exclusive: true }, resolve);
     });
   } catch (error) {
     throw new ListenError(config, error);
-  } finally {
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
   }
+  let released: Promise<void> | undefined;
+  return { release: () => (released ??= new Promise<void>((resolve) => held.close(() => resolve()))) };
 }
 
 /** The server could not listen: the port is taken, the address is not ours, and so on. */
@@ -70,9 +79,11 @@ export class ListenError extends Error {
           ? "the address is not one of this machine's (set HOST)"
           : code === 'EACCES'
             ? 'permission denied (ports below 1024 need privileges; set PORT)'
-            : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+            : code === 'ENOTFOUND'
               ? 'no such host (set HOST to an address or name of this machine)'
-              : (cause as Error).message;
+              : code === 'EAI_AGAIN'
+                ? 'the host name could not be looked up now (is a name server reachable? HOST may be an address)'
+                : (cause as Error).message;
     super(`cannot listen on ${config.host}:${config.port}: ${reason}`, { cause });
     this.name = 'ListenError';
   }

@@ -313,7 +313,8 @@ describe('bin/signroom import', () => {
   });
 
   it('asks for the password at a terminal, twice and unshown, and notes an organization that does not exist yet', async () => {
-    const set = await runCliAtTerminal(['credential', 'set', 'tess', 'acme,not-yet'], env(), ['tess-terminal-pass', 'tess-terminal-pass']);
+    // An arrow key typed in the first (an escape sequence, not part of the password).
+    const set = await runCliAtTerminal(['credential', 'set', 'tess', 'acme,not-yet'], env(), ['tess-terminal-p\u001b[Dass', 'tess-terminal-pass']);
     assert.equal(set.code, 0, set.screen);
     assert.match(set.screen, /^password for "tess": \nthe same password again: \n/);
     assert.doesNotMatch(set.screen, /tess-terminal-pass/, 'the password is not shown');
@@ -321,6 +322,9 @@ describe('bin/signroom import', () => {
     assert.doesNotMatch(set.screen, /no organization "acme"/);
     const stored = (await snapshot())[4]!.find((row) => (row as { username: string }).username === 'tess') as { organizations: string } | undefined;
     assert.equal(stored?.organizations, '["acme","not-yet"]');
+    // Both pasted at once, each line ending in CR LF: one line end each.
+    const pasted = await runCliAtTerminal(['credential', 'set', 'tom', 'acme'], env(), ['tom-pasted-pass\r\ntom-pasted-pass\r']);
+    assert.equal(pasted.code, 0, pasted.screen);
     // Two that differ, or none: nothing is stored.
     for (const answers of [['one-password', 'another-one'], ['']]) {
       const refused = await runCliAtTerminal(['credential', 'set', 'tina', 'acme'], env(), answers);

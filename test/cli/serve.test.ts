@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { connect } from 'node:net';
 import { sql } from 'kysely';
 import { after, before, describe, it } from 'node:test';
@@ -85,8 +86,9 @@ describe('bin/signroom serve and configuration', () => {
   });
 
   it('changes nothing with --demo when the port is taken: the demo is loaded only once it can listen', async () => {
-    // The demo was loaded above; a member added since is what loading it again would undo.
+    // A member added after the demo is what loading it again would undo.
     for (const args of [
+      ['demo'],
       ['user', 'add', 'demo', '--id', 'keep-me', '--email', 'keep.me@demo.example'],
       ['room', 'add-member', 'demo', 'board', 'keep-me'],
     ]) {
@@ -114,7 +116,8 @@ describe('bin/signroom serve and configuration', () => {
   it('says so when a host name does not resolve', async () => {
     const result = await runCli(['serve'], { ...workspace.env, HOST: 'no-such-host.invalid', PORT: String(await freePort()) });
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /cannot listen on no-such-host\.invalid:\d+: no such host \(set HOST/);
+    // ENOTFOUND, or EAI_AGAIN where no name server answers.
+    assert.match(result.stderr, /cannot listen on no-such-host\.invalid:\d+: (no such host \(set HOST|the host name could not be looked up now)/);
   });
 });
 
@@ -137,19 +140,30 @@ describe('bin/signroom on a new data directory', () => {
     }
   });
 
-  it('says when a command makes a new, empty database, and only then', async () => {
+  it('says when a command finds no SQLite database and makes a new, empty one, and only then', async () => {
     const dataDir = `${workspace.dataDir}-elsewhere`;
     const env = { ...workspace.env, SIGNROOM_DATA_DIR: dataDir };
     try {
-      // On PostgreSQL the workspace's database was migrated by the server above: a command finds it.
       const first = await runCli(['token', 'list'], env);
       assert.equal(first.code, 0, first.stderr);
+      // On PostgreSQL the database is the operator's (DATABASE_URL): nothing to say.
       if (workspace.env['DATABASE_URL'] === undefined)
-        assert.match(first.stderr, /created a new, empty database \(sqlite:.*-elsewhere\/signroom\.sqlite\); set SIGNROOM_DATA_DIR/);
+        assert.match(first.stderr, /^signroom: no database at .*-elsewhere\/signroom\.sqlite: making a new, empty one \(set SIGNROOM_DATA_DIR/);
       else assert.equal(first.stderr, '');
       const again = await runCli(['token', 'list'], env);
       assert.equal(again.code, 0, again.stderr);
       assert.equal(again.stderr, '');
+      // A bad command line makes nothing, and says nothing of a database.
+      rmSync(dataDir, { recursive: true, force: true });
+      const bad = await runCli(['token', 'frob'], env);
+      assert.equal(bad.code, 2);
+      assert.doesNotMatch(bad.stderr, /no database at/);
+      // An import is how a database begins: no note.
+      const file = path.join(workspace.dataDir, 'one-org.json');
+      writeFileSync(file, JSON.stringify({ organizations: [{ id: 'fresh', name: 'Fresh' }] }));
+      const imported = await runCli(['import', file], env);
+      assert.equal(imported.code, 0, imported.stderr);
+      assert.doesNotMatch(imported.stderr, /no database at/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -49,8 +49,15 @@ export function runCliAtTerminal(args: string[], env: Record<string, string>, an
         child.stdin.write(`${answers[answered++]}\r`);
       }
     });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, screen: screen.replaceAll('\r\n', '\n') }));
+    // A prompt not answered (one more than expected) must not hang the suite.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'ENOENT' ? new Error("these tests need util-linux's `script` (Debian: bsdutils) to run bin/signroom at a terminal") : error),
+    );
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, screen: screen.replaceAll('\r\n', '\n') });
+    });
   });
 }
 

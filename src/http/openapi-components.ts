@@ -13,19 +13,19 @@
  * it. Two different schemas with one title keep the second written out.
  */
 
-type Json = Record<string, unknown>;
+import { isObject } from '../domain/directory-entities.ts';
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+type Json = Record<string, unknown>;
 
 /** Members of a schema whose values are schemas, and those whose values are lists or maps of schemas. */
 const SCHEMA_MEMBERS = ['items', 'additionalProperties', 'not', 'contains', 'propertyNames', 'if', 'then', 'else', 'unevaluatedItems', 'unevaluatedProperties'];
 const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'dependentSchemas'];
 
-/** A stable text of a schema without its description: what decides that two places hold the same schema. */
-function shapeOf(schema: Json): string {
+/** A schema without its description: what two places holding the same schema share. */
+function withoutDescription(schema: Json): Json {
   const { description: _description, ...shape } = schema;
-  return stableJson(shape);
+  return shape;
 }
 
 function stableJson(value: unknown): string {
@@ -51,7 +51,7 @@ export function withNamedSchemas<T extends Json>(document: T): T {
       if (isObject(out[member])) out[member] = Object.fromEntries(Object.entries(out[member]).map(([key, value]) => [key, schema(value)]));
     const title = out['title'];
     if (typeof title !== 'string') return out;
-    const shape = shapeOf(out);
+    const shape = stableJson(withoutDescription(out));
     const description = typeof out['description'] === 'string' ? out['description'] : undefined;
     const known = named.get(title);
     if (known === undefined) named.set(title, { shape, schema: out, descriptions: new Set([description]) });
@@ -96,7 +96,7 @@ export function withNamedSchemas<T extends Json>(document: T): T {
 
   const schemas: Json = {};
   for (const [title, { schema: component, descriptions }] of [...named].sort(([a], [b]) => a.localeCompare(b))) {
-    const { description: _description, ...shape } = component;
+    const shape = withoutDescription(component);
     // The component keeps a description only when every place gives the same one.
     const [only] = descriptions;
     schemas[title] = descriptions.size === 1 && only !== undefined ? { ...shape, description: only } : shape;

@@ -20,7 +20,7 @@ export const UploadBody = Type.Object(
       Type.Union([Type.String({ maxLength: 255 }), Type.Null()], { description: 'A name to store with the document; null is the same as none' }),
     ),
   },
-  { description: 'Other fields are ignored' },
+  { title: 'DocumentUpload', description: 'Other fields are ignored' },
 );
 
 export const UploadHeaders = Type.Object({
@@ -33,10 +33,13 @@ export const UploadHeaders = Type.Object({
   ),
 });
 
-export const UploadResponse = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  thumbnail: Type.String({ description: 'data:image/png;base64,… of page 1, SIGNROOM_THUMBNAIL_WIDTH pixels wide' }),
-});
+export const UploadResponse = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    thumbnail: Type.String({ description: 'data:image/png;base64,… of page 1, SIGNROOM_THUMBNAIL_WIDTH pixels wide' }),
+  },
+  { title: 'DocumentUploaded' },
+);
 
 /** The media types a document is stored and served as (recognised by content at upload). */
 export const DOCUMENT_MEDIA_TYPES = ['application/pdf', 'image/png', 'image/jpeg'] as const;

@@ -111,7 +111,7 @@ export class ScimUsers {
     if (sentId !== undefined && sentId !== userId) throw new ScimError(400, '"id" is read-only.', 'mutability');
     // Checked before the write (which waits for the organization's other writers), as it will be read in it.
     userFromScim(body, undefined);
-    return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) => userFromScim(body, current, { keptWhenAbsent: true }));
+    return this.#change(orgId, userId, ifMatch, actor, locationOf, (current) => userFromScim(body, current, { keepExternal: true }));
   }
 
   async patch(orgId: string, userId: string, body: unknown, ifMatch: string | undefined, actor: Actor, locationOf: (id: string) => string): Promise<ScimUser> {

@@ -81,17 +81,17 @@ function emailOf(emails: unknown): string | undefined {
 /**
  * The directory user a SCIM User body describes, as the REST routes take it (`status` from
  * `active`: false suspends; true activates a suspended user and keeps a pending one pending;
- * `external` from the signroom extension, nested or as `urn:…:User:external` at the top). With
- * `keptWhenAbsent` (a PUT), `active` and `external` stay as `current` has them when the body does
- * not give them: identity providers that know nothing of the extension send none, and a PUT that
- * leaves out `active` must not bring a user its identity provider suspended back as a candidate
- * (a patched user without them had them removed).
+ * absent, as a PUT may leave it or a PATCH remove it, the status stays: a user the identity
+ * provider suspended must not come back into the lookups by an attribute left out). `external`
+ * from the signroom extension, nested or as `urn:…:User:external` at the top; with
+ * `keepExternal` (a PUT), as `current` has it when the body does not give it: identity providers
+ * that know nothing of the extension send none, where a patched user without it had it removed.
  * `displayName`, `meta`, attributes not kept and the enterprise extension are ignored.
  */
 export function userFromScim(
   body: Record<string, unknown>,
   current: Pick<UserBody, 'status' | 'external'> | undefined,
-  options: { keptWhenAbsent?: boolean } = {},
+  options: { keepExternal?: boolean } = {},
 ): Record<string, unknown> {
   const resource = withSchemaNames(body, USER_NAMES) as Record<string, unknown>;
   const userName = stringOf(resource['userName'], 'userName');
@@ -99,11 +99,10 @@ export function userFromScim(
   const name = objectOf(resource['name'], 'name');
   const active = booleanOf(resource['active'], 'active');
   const extension = signroomExtensionOf(resource);
-  const kept = options.keptWhenAbsent === true ? current : undefined;
   const currentStatus = current?.status;
   const status =
-    active === undefined && kept !== undefined
-      ? kept.status
+    active === undefined
+      ? (currentStatus ?? 'active')
       : active === false
         ? 'suspended'
         : currentStatus === undefined || currentStatus === 'suspended'
@@ -115,7 +114,7 @@ export function userFromScim(
     firstname: stringOf(name['givenName'], 'name.givenName') ?? null,
     lastname: stringOf(name['familyName'], 'name.familyName') ?? null,
     externalId: stringOf(resource['externalId'], 'externalId'),
-    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? kept?.external ?? false,
+    external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? (options.keepExternal === true ? current?.external : undefined) ?? false,
     status,
   };
 }
@@ -130,7 +129,7 @@ function signroomExtensionOf(resource: Record<string, unknown>): Record<string, 
   for (const [key, value] of Object.entries(resource)) {
     if (!key.toLowerCase().startsWith(prefix)) continue;
     const attribute = pathWithSchemaNames(key, USER_NAMES).slice(prefix.length);
-    if (Object.hasOwn(extension, attribute))
+    if (extension[attribute] !== undefined && extension[attribute] !== null)
       throw new ScimError(400, `"${key}" names the attribute "${attribute}" of ${SIGNROOM_USER_SCHEMA} given already.`, 'invalidSyntax');
     extension[attribute] = value;
   }
@@ -225,6 +224,9 @@ export function readUserPatch(body: unknown, userId: string): ScimPatchOperation
   // What is not kept is accepted and ignored, before scim-patch: a filter on it would match nothing
   // here (Entra ID's default mapping replaces phoneNumbers[type eq "mobile"].value) and be refused.
   return operations.flatMap((operation): ScimPatchOperation[] => {
+    // scim-patch leaves the extension as it is when asked to remove it whole: its attributes one by one.
+    if (operation.op === 'remove' && operation.path?.toLowerCase() === SIGNROOM_USER_SCHEMA.toLowerCase())
+      return Object.keys(USER_NAMES[SIGNROOM_USER_SCHEMA] ?? {}).map((attribute) => ({ op: 'remove', path: `${SIGNROOM_USER_SCHEMA}:${attribute}` }));
     if (operation.path !== undefined) return isKept(operation.path) ? [operation] : [];
     const value = Object.entries((operation as { value?: Record<string, unknown> }).value ?? {}).filter(([key]) => isKept(key));
     return value.length === 0 ? [] : [{ ...operation, value: Object.fromEntries(value) }];

@@ -117,7 +117,19 @@ describe('OpenAPI document and docs', () => {
   });
 
   it('names its schemas as components, each written once, for client generators: User, Room, Problem, the pages', () => {
-    for (const name of ['User', 'UserPatch', 'Room', 'Organization', 'Problem', 'SignatoryPage', 'UserPage', 'AuditEvent', 'DocumentMetadata'])
+    for (const name of [
+      'User',
+      'UserPatch',
+      'Room',
+      'Organization',
+      'Problem',
+      'SignatoryPage',
+      'UserPage',
+      'AuditEvent',
+      'DocumentMetadata',
+      'DocumentUpload',
+      'DocumentUploaded',
+    ])
       assert.ok(doc['components'].schemas[name], name);
     const user = '/admin/api/v3/organizations/{organizationId}/users/{userId}';
     const created = operation('/admin/api/v3/organizations/{organizationId}/users', 'post').responses['201']!.content!['application/json']!.schema;
@@ -146,10 +158,10 @@ describe('OpenAPI document and docs', () => {
     const base = '/admin/api/v3/organizations/{organizationId}/rooms/{signingRoomId}/documents';
     const upload = doc.paths[base].post;
     assert.deepEqual(Object.keys(upload.requestBody.content), ['application/json']);
-    assert.deepEqual(upload.requestBody.content['application/json'].schema.required, ['payload']);
+    assert.deepEqual(resolved(doc, upload.requestBody.content['application/json'].schema).required, ['payload']);
     assert.ok(upload.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'idempotency-key'));
     assert.deepEqual(Object.keys(upload.responses).sort(), ['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
-    assert.deepEqual(Object.keys(upload.responses['201'].content['application/json'].schema.properties).sort(), ['id', 'thumbnail']);
+    assert.deepEqual(Object.keys(resolved(doc, upload.responses['201'].content['application/json'].schema).properties).sort(), ['id', 'thumbnail']);
     assert.ok(doc.paths[base].get);
     assert.ok(doc.paths[`${base}/{documentId}`].get);
     assert.ok(doc.paths[`${base}/{documentId}`].delete);

@@ -504,6 +504,11 @@ describe('SCIM /Users', () => {
     assert.equal(put.statusCode, 200, put.body);
     assert.equal(put.json().active, false);
     assert.deepEqual(await lookupEmails('searchQuery=leaver'), []);
+    // Nor does a PATCH that removes active.
+    const removed = await call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: 'active' }] });
+    assert.equal(removed.statusCode, 200, removed.body);
+    assert.equal(removed.json().active, false);
+    assert.deepEqual(await lookupEmails('searchQuery=leaver'), []);
     // A pending user (set by the REST API) stays pending; active: true makes an active user of a suspended one.
     const root = { authorization: basic('root', 'root-password') };
     const pending = await t.app.inject({
@@ -540,6 +545,18 @@ describe('SCIM /Users', () => {
     });
     assertScimError(twice, 400, 'invalidSyntax');
     assert.equal((await call('GET', `${SCIM}/Users/${id}`)).json()[extension].external, false);
+    // A nested null gives nothing: the one written out counts.
+    const nestedNull = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER],
+      userName: 'flo.flat@acme.example',
+      [extension]: { external: null },
+      [`${extension}:external`]: true,
+    });
+    assert.equal(nestedNull.json()[extension].external, true);
+    // Removing the whole extension by PATCH clears its attribute.
+    const removed = await call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: extension }] });
+    assert.equal(removed.statusCode, 200, removed.body);
+    assert.equal(removed.json()[extension].external, false);
   });
 
   it('answers search by POST and bulk operations, which it does not offer, with 501', async () => {

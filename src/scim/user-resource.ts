@@ -93,7 +93,7 @@ export function userFromScim(
   current: Pick<UserBody, 'status' | 'external'> | undefined,
   options: { keepExternal?: boolean } = {},
 ): Record<string, unknown> {
-  const resource = withSchemaNames(body, USER_NAMES) as Record<string, unknown>;
+  const resource = withSchemaNames(withCoreNamesUnqualified(body), USER_NAMES) as Record<string, unknown>;
   const userName = stringOf(resource['userName'], 'userName');
   if (userName === undefined || userName.trim() === '') throw new ScimError(400, '"userName" is required.', 'invalidValue');
   const name = objectOf(resource['name'], 'name');
@@ -117,6 +117,35 @@ export function userFromScim(
     external: booleanOf(extension['external'], `${SIGNROOM_USER_SCHEMA}:external`) ?? (options.keepExternal === true ? current?.external : undefined) ?? false,
     status,
   };
+}
+
+/**
+ * A body with the attributes it names by the core User schema's URN (RFC 7644 §3.10:
+ * `urn:…:core:2.0:User:active`, `urn:…:core:2.0:User:name.givenName`) as the plain attributes
+ * they are, as pathless PATCH values take them; 400 for one given both ways.
+ */
+function withCoreNamesUnqualified(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const qualified: [string, string, unknown][] = [];
+  for (const [key, value] of Object.entries(body)) {
+    const plain = unqualified(key, 'User');
+    if (plain === key) out[key] = value;
+    else qualified.push([key, plain, value]);
+  }
+  for (const [key, plain, value] of qualified) {
+    const [attribute, sub] = plain.split('.', 2) as [string, string | undefined];
+    const given = Object.keys(out).find((name) => name.toLowerCase() === attribute.toLowerCase());
+    if (sub === undefined) {
+      if (given !== undefined) throw new ScimError(400, `"${key}" names the attribute "${attribute}" given already.`, 'invalidSyntax');
+      out[attribute] = value;
+      continue;
+    }
+    const parent = given === undefined ? {} : objectOf(out[given], given);
+    if (Object.keys(parent).some((name) => name.toLowerCase() === sub.toLowerCase()))
+      throw new ScimError(400, `"${key}" names the attribute "${attribute}.${sub}" given already.`, 'invalidSyntax');
+    out[given ?? attribute] = { ...parent, [sub]: value };
+  }
+  return out;
 }
 
 /**

@@ -528,7 +528,7 @@ describe('SCIM /Users', () => {
     assert.deepEqual(await lookupEmails('searchQuery=leaver'), ['lea.leaver@acme.example']);
   });
 
-  it("takes the signroom extension's attribute written out at the top of a POST or PUT, and leaves out an empty name", async () => {
+  it("takes the signroom extension's attribute, and core ones by their URN, written out at the top of a POST or PUT, and leaves out an empty name", async () => {
     const extension = 'urn:signroom:params:scim:schemas:extension:2.0:User';
     const created = await call('POST', `${SCIM}/Users`, { schemas: [USER, extension], userName: 'flo.flat@acme.example', [`${extension}:external`]: true });
     assert.equal(created.statusCode, 201, created.body);
@@ -553,6 +553,18 @@ describe('SCIM /Users', () => {
       [`${extension}:external`]: true,
     });
     assert.equal(nestedNull.json()[extension].external, true);
+    // Core attributes named by their schema's URN (RFC 7644 §3.10), as pathless PATCH values take them.
+    const qualified = await call('PUT', `${SCIM}/Users/${id}`, {
+      schemas: [USER],
+      [`${USER}:userName`]: 'flo.flat@acme.example',
+      [`${USER}:name.givenName`]: 'Flo',
+      name: { familyName: 'Flat' },
+      [`${USER}:active`]: 'False',
+    });
+    assert.equal(qualified.statusCode, 200, qualified.body);
+    assert.deepEqual([qualified.json().name, qualified.json().active], [{ givenName: 'Flo', familyName: 'Flat' }, false]);
+    const both = await call('PUT', `${SCIM}/Users/${id}`, { schemas: [USER], userName: 'flo.flat@acme.example', [`${USER}:UserName`]: 'other@acme.example' });
+    assertScimError(both, 400, 'invalidSyntax');
     // Removing the whole extension by PATCH clears its attribute.
     const removed = await call('PATCH', `${SCIM}/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: extension }] });
     assert.equal(removed.statusCode, 200, removed.body);

@@ -68,22 +68,20 @@ export async function reserveAddress(config: Config): Promise<Reservation> {
   return { release: () => (released ??= new Promise<void>((resolve) => held.close(() => resolve()))) };
 }
 
+/** Why a listen failed, in words an operator acts on, by the error's code. */
+const LISTEN_FAILURES: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the port is already in use (stop the other process or set PORT)',
+  EADDRNOTAVAIL: "the address is not one of this machine's (set HOST)",
+  EACCES: 'permission denied (ports below 1024 need privileges; set PORT)',
+  ENOTFOUND: 'no such host (set HOST to an address or name of this machine)',
+  EAI_AGAIN: 'the host name could not be looked up now (is a name server reachable? HOST may be an address)',
+};
+
 /** The server could not listen: the port is taken, the address is not ours, and so on. */
 export class ListenError extends Error {
   constructor(config: Config, cause: unknown) {
     const code = (cause as NodeJS.ErrnoException).code;
-    const reason =
-      code === 'EADDRINUSE'
-        ? 'the port is already in use (stop the other process or set PORT)'
-        : code === 'EADDRNOTAVAIL'
-          ? "the address is not one of this machine's (set HOST)"
-          : code === 'EACCES'
-            ? 'permission denied (ports below 1024 need privileges; set PORT)'
-            : code === 'ENOTFOUND'
-              ? 'no such host (set HOST to an address or name of this machine)'
-              : code === 'EAI_AGAIN'
-                ? 'the host name could not be looked up now (is a name server reachable? HOST may be an address)'
-                : (cause as Error).message;
+    const reason = (code !== undefined ? LISTEN_FAILURES[code] : undefined) ?? (cause as Error).message;
     super(`cannot listen on ${config.host}:${config.port}: ${reason}`, { cause });
     this.name = 'ListenError';
   }

@@ -1652,6 +1652,56 @@ export function mayMatch(state: UserState, terms: readonly string[], includeExte
   return terms.every((term) => containsIn(state.key, 0, state.key.length, asBytes(term)));
 }
 
+/** A lookup without terms, as far as where a user falls against one of its pages is concerned. */
+export interface OrderedQuery {
+  includeExternal: boolean;
+  filter: SignatoryFilter;
+  sortBy: SortField;
+  direction: SortDirection;
+}
+
+/**
+ * Where a user in this state falls against a full page of a lookup without terms whose first and
+ * last users have the search keys `first` and `last`: `outside` when it cannot be on the page nor
+ * ahead of it (not a candidate whatever its membership, or after the page's last user in its
+ * order), `ahead` when it is a candidate before the page's first user, and `open` when it falls
+ * within the page, ties with its first or last user (the ids that order ties are not in the
+ * index), or is ahead of it with a candidacy that hangs on its membership, which the state does
+ * not hold. A change whose old and new states fall alike, and not `open`, leaves that page as it
+ * was: as many candidates as before come ahead of it, and none enters it.
+ */
+export function placeAgainstPage(state: UserState | undefined, page: { first: string; last: string }, query: OrderedQuery): 'outside' | 'ahead' | 'open' {
+  if (state === undefined || !mayMatch(state, [], query.includeExternal, query.filter)) return 'outside';
+  const sign = query.direction === 'DESC' ? -1 : 1;
+  const toLast = compareSearchKeys(state.key, page.last, query.sortBy);
+  if (toLast === undefined) return 'open';
+  if (sign * toLast > 0) return 'outside';
+  const toFirst = compareSearchKeys(state.key, page.first, query.sortBy);
+  if (toFirst === undefined || sign * toFirst >= 0 || filterNeedsMembers(query.filter)) return 'open';
+  return 'ahead';
+}
+
+/**
+ * How two search keys (as UserState holds them: first name, last name and email, split by
+ * SEARCH_KEY_SEPARATOR) compare in the order of `sortBy`, ascending, its key first and then the
+ * others as sortKeyOrder lists them; 0 when all three are equal; undefined when one does not
+ * split into three.
+ */
+export function compareSearchKeys(a: string, b: string, sortBy: SortField): number | undefined {
+  const x = keyFieldsOf(a);
+  const y = keyFieldsOf(b);
+  if (x === undefined || y === undefined) return undefined;
+  for (const field of sortKeyOrder(sortBy)) if (x[field] !== y[field]) return x[field] < y[field] ? -1 : 1;
+  return 0;
+}
+
+function keyFieldsOf(key: string): Record<SortField, string> | undefined {
+  const first = key.indexOf(SEARCH_KEY_SEPARATOR);
+  const second = first < 0 ? -1 : key.indexOf(SEARCH_KEY_SEPARATOR, first + 1);
+  if (second < 0 || key.indexOf(SEARCH_KEY_SEPARATOR, second + 1) >= 0) return undefined;
+  return { firstname: key.slice(0, first), lastname: key.slice(first + 1, second), email: key.slice(second + 1) };
+}
+
 /** For each of the 16 kinds (external, needs invite, room member, not a candidate), 1 if such a user is a candidate under the filter. */
 function acceptedKinds(includeExternal: boolean, filter: SignatoryFilter): Uint8Array {
   const accepted = new Uint8Array(16);

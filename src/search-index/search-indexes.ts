@@ -1,10 +1,12 @@
 import {
   bytesOfParts,
   mayMatch,
+  placeAgainstPage,
   SearchIndex,
   stateOfChange,
   warmUp,
   type ChangedUser,
+  type OrderedQuery,
   type RoomMembers,
   type SearchIndexParts,
   type UserState,
@@ -373,6 +375,36 @@ export class SearchIndexes {
           !mayMatch(after, query.terms, query.includeExternal, query.filter) &&
           (before === undefined || !mayMatch(before, query.terms, query.includeExternal, query.filter)),
       ),
+    );
+  }
+
+  /**
+   * Whether a full page of a lookup without terms, its users' seqs as they were at directory
+   * version `from`, is its page at `to` too: the organization's index is held at `to`, its log
+   * covers every update since `from`, no room of the lookup had its member list replaced, none of
+   * the page's users changed, and every changed user fell alike against the page before and after
+   * each update (placeAgainstPage). Under steady writes most changes fall outside a lookup's page
+   * (a user created or renamed sorts after a first page's last user), and the page is not looked
+   * for again in the order, only its total moves.
+   */
+  pageStands(orgId: string, from: number, to: number, query: LookupQuery & OrderedQuery, seqs: readonly number[]): boolean {
+    const index = this.#ready.get(orgId)?.index;
+    if (index?.version !== to || seqs.length === 0 || query.terms.length > 0) return false;
+    const first = index.userOf(seqs[0]!);
+    const last = index.userOf(seqs.at(-1)!);
+    if (first < 0 || last < 0) return false;
+    const page = { first: index.stateOf(first).key, last: index.stateOf(last).key };
+    return this.#everyUpdate(
+      orgId,
+      from,
+      to,
+      query.roomId,
+      (update) =>
+        seqs.every((seq) => !update.seqs.has(seq)) &&
+        update.changes.every(({ before, after }) => {
+          const now = placeAgainstPage(after, page, query);
+          return now !== 'open' && placeAgainstPage(before, page, query) === now;
+        }),
     );
   }
 

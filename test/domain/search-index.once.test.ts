@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
   firstInOrder,
+  placeAgainstPage,
   SearchIndex,
   SearchIndexBuilder,
   warmUp,
@@ -737,5 +738,96 @@ describe('SearchIndex at the sizes where its ways of searching change', () => {
     assertAnswersAsExpected(updated, next);
     // Merged: its keys in two segments, both touched, the second with the users added.
     assertAnswersAsExpected(updated.compacted(), next);
+  });
+});
+
+describe('placeAgainstPage', () => {
+  /** A user as a lookup without terms sees one: its keys (first name, last name, email), kind bits, membership and the id that orders ties. */
+  const personArb = fc.record({
+    first: fc.constantFrom('', 'a', 'b', 'c'),
+    last: fc.constantFrom('a', 'b', 'c'),
+    email: fc.constantFrom('a', 'b'),
+    // Kind bits: 1 external, 2 needs an invitation, 8 not a candidate (suspended or deleted).
+    kind: fc.constantFrom(0, 1, 2, 3, 8, 9, 10, 11),
+    member: fc.boolean(),
+  });
+  type Person = { first: string; last: string; email: string; kind: number; member: boolean; id: number };
+  const keyOf = (p: Person) => `${p.first}\n${p.last}\n${p.email}`;
+  const fieldOf = (p: Person, field: SortField) => (field === 'firstname' ? p.first : field === 'lastname' ? p.last : p.email);
+  const isCandidate = (p: Person, includeExternal: boolean, filter: SignatoryFilter) =>
+    (p.kind & 8) === 0 && matchesFilter({ external: (p.kind & 1) !== 0, needsInvitation: (p.kind & 2) !== 0, roomMember: p.member }, includeExternal, filter);
+  /** The ids of the page, by a plain filter and sort. */
+  const pageOf = (
+    people: Person[],
+    query: { includeExternal: boolean; filter: SignatoryFilter; sortBy: SortField; direction: SortDirection },
+    offset: number,
+    size: number,
+  ) => {
+    const sorted = people
+      .filter((p) => isCandidate(p, query.includeExternal, query.filter))
+      .sort((x, y) => {
+        for (const field of sortKeyOrder(query.sortBy)) if (fieldOf(x, field) !== fieldOf(y, field)) return fieldOf(x, field) < fieldOf(y, field) ? -1 : 1;
+        return x.id - y.id;
+      });
+    if (query.direction === 'DESC') sorted.reverse();
+    return sorted.slice(offset, offset + size).map((p) => p.id);
+  };
+
+  it('a change that falls alike against a full page before and after, and not open, leaves the page as it was', () => {
+    let standing = 0;
+    fc.assert(
+      fc.property(
+        fc.array(personArb, { minLength: 1, maxLength: 25 }),
+        fc.record({
+          includeExternal: fc.boolean(),
+          filter: fc.constantFrom<SignatoryFilter>({}, { roomMember: true }, { roomMember: false, external: false }, { requiresInvitation: true }),
+          sortBy: fc.constantFrom<SortField>('lastname', 'firstname', 'email'),
+          direction: fc.constantFrom<SortDirection>('ASC', 'DESC'),
+        }),
+        fc.nat(6),
+        fc.integer({ min: 1, max: 4 }),
+        fc.nat(),
+        fc.option(personArb, { nil: undefined }),
+        personArb,
+        (rows, query, offset, size, at, old, now) => {
+          const people = rows.map((row, id) => ({ ...row, id }));
+          const page = pageOf(people, query, offset, size);
+          if (page.length < size) return;
+          const [first, last] = [people[page[0]!]!, people[page.at(-1)!]!];
+          const keys = { first: keyOf(first), last: keyOf(last) };
+          // The user who changes: one off the page, or a new one (no state before).
+          const offPage = people.filter((p) => !page.includes(p.id));
+          const target = old === undefined || offPage.length === 0 ? undefined : offPage[at % offPage.length]!;
+          const before = target === undefined ? [] : [target];
+          const changed = { ...now, id: target?.id ?? people.length };
+          const stateOf = (p: Person | undefined) => (p === undefined ? undefined : { key: keyOf(p), kind: p.kind });
+          const from = placeAgainstPage(stateOf(before[0]), keys, query);
+          const to = placeAgainstPage(stateOf(changed), keys, query);
+          if (from !== to || to === 'open') return;
+          standing += 1;
+          const after = [...people.filter((p) => p.id !== changed.id), changed];
+          assert.deepEqual(pageOf(after, query, offset, size), page);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+    assert.ok(standing > 100, `pages found standing: ${standing}`);
+  });
+
+  it('is open for a user who ties with the first or last user of the page, or whose key does not split into three', () => {
+    const query = { includeExternal: true, filter: {}, sortBy: 'lastname' as const, direction: 'ASC' as const };
+    const page = { first: 'b\nb\nb', last: 'c\nc\nc' };
+    assert.equal(placeAgainstPage({ key: 'b\nb\nb', kind: 0 }, page, query), 'open');
+    assert.equal(placeAgainstPage({ key: 'c\nc\nc', kind: 0 }, page, query), 'open');
+    assert.equal(placeAgainstPage({ key: 'a\nb', kind: 0 }, page, query), 'open');
+    assert.equal(placeAgainstPage({ key: 'a\na\na', kind: 0 }, page, query), 'ahead');
+    assert.equal(placeAgainstPage({ key: 'a\nd\na', kind: 0 }, page, query), 'outside');
+    // Descending, the same page runs from c to b: d is ahead of it, a after it.
+    const descending = { first: page.last, last: page.first };
+    assert.equal(placeAgainstPage({ key: 'a\nd\na', kind: 0 }, descending, { ...query, direction: 'DESC' }), 'ahead');
+    assert.equal(placeAgainstPage({ key: 'a\na\na', kind: 0 }, descending, { ...query, direction: 'DESC' }), 'outside');
+    // Ahead, with a candidacy that hangs on membership: open; never a candidate: outside.
+    assert.equal(placeAgainstPage({ key: 'a\na\na', kind: 0 }, page, { ...query, filter: { roomMember: true } }), 'open');
+    assert.equal(placeAgainstPage({ key: 'a\na\na', kind: 8 }, page, query), 'outside');
   });
 });

@@ -596,6 +596,15 @@ for (const mode of MODES)
           await answersLikeTheModel({ room: 'room', searchQuery: local, purpose: 'SIGNATORY_INVITATION', sortBy: 'email' });
         }
         await answersLikeTheModel({ room: 'room', searchQuery: 'example', purpose: 'SIGNATORY_INVITATION', sortBy: 'firstname' });
+        // The same pages without terms after every write: looked for again in the order, or kept
+        // where no change can have moved them (ahead of a page, within it, after it; a filter on
+        // membership or none; the first page and a later one).
+        for (const sortBy of ['lastname', 'firstname', 'email'])
+          for (const sortDirection of ['ASC', 'DESC'])
+            for (const page of [0, 2]) await answersLikeTheModel({ room: 'room', sortBy, sortDirection, page, size: 3 });
+        await answersLikeTheModel({ room: 'room', requiresInvitation: 'true', sortDirection: 'DESC', size: 2 });
+        await answersLikeTheModel({ room: 'room', purpose: 'PERMISSION_INVITATION', sortBy: 'email', page: 1, size: 2 });
+        await answersLikeTheModel({ room: 'room', purpose: 'SIGNING_REQUEST_SIGNATORY', sortBy: 'firstname', size: 2 });
         for (const sample of fc.sample(queryArb([org]), { numRuns: 3, seed: 5000 + serial })) {
           const { org: _index, ...query } = sample;
           await answersLikeTheModel(query);

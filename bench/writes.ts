@@ -130,10 +130,10 @@ async function writeLoad(port: number, prefix: string, clients: number, forSecon
 /** The page-20 lookup mix of bench/lookup.ts on A, driven by wrk (bench/wrk.ts), and where the cores went meanwhile. */
 const base = `${API}/rooms`;
 const lookupUrls = lookupMix(base);
-async function lookupLoad(writer: ChildProcess | undefined): Promise<LoadResult & { cpu: CpuShares }> {
+async function lookupLoad(writer: ChildProcess | undefined, forSeconds = seconds): Promise<LoadResult & { cpu: CpuShares }> {
   // B in the table: the server taking the writes of the phase.
   const phase = cpuPhase({ A: servers[0]?.pid ?? 0, B: writer?.pid ?? 0 });
-  const load = await wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: seconds, authorization: BENCH_BASIC });
+  const load = await wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: forSeconds, authorization: BENCH_BASIC });
   return { ...load, cpu: phase.stop() };
 }
 
@@ -183,7 +183,7 @@ try {
   // lookups (a stall of hundreds of milliseconds that the alone phase's p99 and throughput would
   // count), so the mix runs a moment unmeasured first.
   log('lookup mix warming up…');
-  await wrkLoad(`http://127.0.0.1:${portA}`, lookupUrls, { seconds: 3, authorization: BENCH_BASIC });
+  await lookupLoad(undefined, 3);
   log('lookup mix alone…');
   const alone = await lookupLoad(servers[1]);
   /** The lookup mix on A while `rate` writes per second go to the server on `port`. */

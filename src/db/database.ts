@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Config, SqliteMemory } from '../config.ts';
 import type { DialectName } from './dialect.ts';
 import { nameStatementsOf } from './prepared-statements.ts';
+import { pipelineTransactionsOf } from './pipelined-transactions.ts';
 import { PostgresChangeListener } from './change-listener.ts';
 import { NO_CHANGE_SOURCE, type ChangeSource } from '../lib/change-scoped-cache.ts';
 import { DatabaseUnavailableError, isDatabaseUnreachable, SchemaNewerError } from './database-errors.ts';
@@ -90,6 +91,9 @@ function openPostgres(url: string, poolSize: number, changeNotices: boolean): Da
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     application_name: 'signroom',
+    // Queries sent as soon as asked for, answered in order: what lets the writer's transactions
+    // send their BEGIN and COMMIT with other statements (pipelined-transactions.ts).
+    pipeline: true,
   });
   // An idle connection that breaks (server restart, network) is dropped from the
   // pool and replaced on the next query; unhandled, the event would end the process.
@@ -106,6 +110,7 @@ function openPostgres(url: string, poolSize: number, changeNotices: boolean): Da
     client.query('SET jit = off').catch(() => undefined);
     // A session of its own (see prepared-statements.ts): not behind a pooler in transaction mode, where notices are off.
     if (changeNotices) nameStatementsOf(client);
+    pipelineTransactionsOf(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   if (!changeNotices) return handle(db, 'postgres', describePostgresUrl(url), NO_CHANGE_SOURCE);

@@ -4,6 +4,7 @@ import type { Database, RoomTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
+import { isCommitFailure, pipelinedTransaction } from '../db/pipelined-transactions.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findHolders, findUserRow, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
@@ -364,36 +365,40 @@ function leadingTogether(waiting: readonly PendingChange[]): number {
 async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly PendingChange[]): Promise<{ at: number | undefined } | undefined> {
   const results: unknown[] = [];
   try {
-    // Statements by key, the same in every batch: named, parsed once per connection (prepared-statements.ts).
+    // Statements by key, the same in every batch: named, parsed once per connection (prepared-statements.ts);
+    // BEGIN and COMMIT sent with the first and last (pipelined-transactions.ts).
     await preparedStatements(() =>
-      db.transaction().execute(async (trx) => {
-        const at = new Date().toISOString();
-        const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
-        if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-        const events: AuditEventRow[] = [];
-        const tally: TallyMove[] = [];
-        for (const [k, pending] of batch.entries()) {
-          const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
-          try {
-            results.push(await pending.work(change));
-          } catch (error) {
-            throw batch.length > 1 ? new BatchFailed(k) : error;
+      pipelinedTransaction(() =>
+        db.transaction().execute(async (trx) => {
+          const at = new Date().toISOString();
+          const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
+          if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+          const events: AuditEventRow[] = [];
+          const tally: TallyMove[] = [];
+          for (const [k, pending] of batch.entries()) {
+            const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
+            try {
+              results.push(await pending.work(change));
+            } catch (error) {
+              throw batch.length > 1 ? new BatchFailed(k) : error;
+            }
+            events.push(...change.events);
+            for (const move of change.organizationTally) addMove(tally, move.kind, move.delta);
           }
-          events.push(...change.events);
-          for (const move of change.organizationTally) addMove(tally, move.kind, move.delta);
-        }
-        if (events.length === 0) throw new NothingChanged();
-        try {
-          await recordBatch(
-            trx,
-            orgId,
-            tally.filter((move) => move.delta !== 0),
-            events,
-          );
-        } catch (error) {
-          throw batch.length > 1 ? new BatchFailed(undefined) : error;
-        }
-      }),
+          if (events.length === 0) throw new NothingChanged();
+          try {
+            await recordBatch(
+              trx,
+              orgId,
+              tally.filter((move) => move.delta !== 0),
+              events,
+            );
+          } catch (error) {
+            // A batch whose COMMIT's outcome is unknown may have committed: its changes are not run again.
+            throw batch.length > 1 && !isCommitFailure(error) ? new BatchFailed(undefined) : error;
+          }
+        }),
+      ),
     );
   } catch (error) {
     if (error instanceof BatchFailed) return { at: error.at };

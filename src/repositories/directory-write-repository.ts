@@ -1,5 +1,6 @@
 import { CompiledQuery, sql, type RawBuilder, type Transaction } from 'kysely';
 import { dialectOf, type DialectName } from '../db/dialect.ts';
+import { lastStatement } from '../db/pipelined-transactions.ts';
 import type { Database, RoomMemberTable, RoomTable, UserTable } from '../db/tables.ts';
 import { AUDIT_EVENTS_PER_STATEMENT, insertAuditEvents, type AuditEventRow } from './audit-repository.ts';
 import { addToOrganizationTally, moveInRoomTally, tallyStatement, type TallyKind, type TallyMove } from './user-tally-repository.ts';
@@ -408,13 +409,15 @@ function binaryIntegerArray(values: readonly (number | null)[]): Buffer {
 
 /**
  * The last statements of a batch of changes: what they add to the organization's own tally, and
- * their audit events. On PostgreSQL one statement (the tally a WITH of the events' insert) when
- * both are to be written: the organization's other writers wait for this batch's every round trip.
+ * their audit events. On PostgreSQL one statement (the tally a WITH of the events' insert), the
+ * transaction's last, with its COMMIT sent right behind it (pipelined-transactions.ts): the
+ * organization's other writers wait for this batch's every round trip.
  */
 export async function recordBatch(trx: Transaction<Database>, orgId: string, moves: readonly TallyMove[], events: readonly AuditEventRow[]): Promise<void> {
-  if (dialectOf(trx) === 'postgres' && moves.length > 0 && events.length > 0 && events.length <= AUDIT_EVENTS_PER_STATEMENT) {
-    const tally = tallyStatement(sql`select ${orgId} as org_id, '' as room_id`, moves);
-    await sql`with tallied as (${tally}) ${trx.insertInto('audit_events').values(events)}`.execute(trx);
+  if (dialectOf(trx) === 'postgres' && events.length > 0 && events.length <= AUDIT_EVENTS_PER_STATEMENT) {
+    const insert = trx.insertInto('audit_events').values(events);
+    const tally = moves.length > 0 ? tallyStatement(sql`select ${orgId} as org_id, '' as room_id`, moves) : undefined;
+    await lastStatement<unknown>(() => (tally === undefined ? insert.execute() : sql`with tallied as (${tally}) ${insert}`.execute(trx)));
     return;
   }
   await addToOrganizationTally(trx, orgId, moves);

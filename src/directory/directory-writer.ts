@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database, RoomTable } from '../db/tables.ts';
+import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
+import type { Database, RoomTable, UserTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
@@ -16,7 +16,7 @@ import {
   recordBatch,
   type MembershipChange,
 } from '../repositories/directory-write-repository.ts';
-import { moveInTallies, sameKind, type TallyKind, type TallyMove } from '../repositories/user-tally-repository.ts';
+import { moveInTallies, sameKind, withTallyMove, type TallyKind, type TallyMove } from '../repositories/user-tally-repository.ts';
 import type { UserFields } from '../domain/directory-entities.ts';
 import { userRow } from './directory-rows.ts';
 
@@ -107,6 +107,24 @@ export class DirectoryChange {
 
   /** Creates a user (409 `user-exists` when the id is taken); a deleted user's id is taken again, as a new user. */
   async createUser(user: UserWrite): Promise<UserRecord> {
+    const row = { ...userRow(this.orgId, user, this.version, this.at), ...scimColumns(user) };
+    // Most creates take an id, email and userName nobody holds: inserted at once, the unique
+    // indexes of the three (the rules of #assertUnique) the check, one statement instead of two.
+    const inserted = await this.trx
+      .insertInto('users')
+      .values(row)
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    const created = inserted ?? (await this.#createOverHeldKey(user, row));
+    // A new user (or a deleted one's id taken again) is a member of no room: only the organization's tally moves.
+    this.#countInOrganization(kindOf(row), 1);
+    this.audit('user.created', { type: 'user', id: user.id });
+    return created;
+  }
+
+  /** createUser's way when one of the user's keys is held: which one says the answer, unless it is a deleted user's id, taken again. */
+  async #createOverHeldKey(user: UserWrite, row: Insertable<UserTable>): Promise<UserRecord> {
     const holders = await findHolders(this.trx, this.orgId, {
       id: user.id,
       emailLower: user.email.toLowerCase(),
@@ -117,24 +135,9 @@ export class DirectoryChange {
     }
     await this.#assertUnique(user, user.id, holders);
     const stored = holders.idStatus === undefined ? undefined : await findUserRow(this.trx, this.orgId, user.id);
-    const row = { ...userRow(this.orgId, user, this.version, this.at), ...scimColumns(user) };
-    let created: UserRecord;
-    if (stored === undefined) {
-      created = await this.trx.insertInto('users').values(row).returningAll().executeTakeFirstOrThrow();
-    } else {
-      created = await this.trx
-        .updateTable('users')
-        .set(row)
-        .where('org_id', '=', this.orgId)
-        .where('id', '=', user.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      this.#countInOrganization(kindOf(stored), -1);
-    }
-    // A new user (or a deleted one's id taken again) is a member of no room: only the organization's tally moves.
-    this.#countInOrganization(kindOf(row), 1);
-    this.audit('user.created', { type: 'user', id: user.id });
-    return created;
+    if (stored === undefined) return this.trx.insertInto('users').values(row).returningAll().executeTakeFirstOrThrow();
+    this.#countInOrganization(kindOf(stored), -1);
+    return this.trx.updateTable('users').set(row).where('org_id', '=', this.orgId).where('id', '=', user.id).returningAll().executeTakeFirstOrThrow();
   }
 
   /** Replaces a stored user's fields; `changed_in` moves only if what a lookup shows or tests of it changed. */
@@ -158,14 +161,13 @@ export class DirectoryChange {
       next.needs_invite === existing.needs_invite &&
       next.status === existing.status;
     const { org_id: _org, id: _id, created_at: _created, ...columns } = next;
-    const updated = await this.trx
+    const update = this.trx
       .updateTable('users')
       .set({ ...columns, ...scimColumns(user), changed_in: indexedSame ? existing.changed_in : this.version })
       .where('org_id', '=', this.orgId)
       .where('id', '=', existing.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), kindOf(next));
+      .returningAll();
+    const updated = await withTallyMove(this.trx, this.orgId, existing.id, kindOf(existing), kindOf(next), update);
     this.audit('user.updated', { type: 'user', id: existing.id }, details);
     return updated;
   }

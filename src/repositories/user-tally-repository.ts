@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Compilable, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/tables.ts';
 import { dialectOf } from '../db/dialect.ts';
 import { CANDIDATE_STATUSES } from '../domain/signatory-rules.ts';
@@ -71,11 +71,41 @@ export async function moveInTallies(
   from: TallyKind | undefined,
   to: TallyKind | undefined,
 ): Promise<void> {
-  if (from !== undefined && to !== undefined && sameKind(from, to)) return;
+  const move = userTallyMove(orgId, userId, from, to);
+  if (move !== undefined) await move.execute(db);
+}
+
+/**
+ * Runs `statement` (a write of the user's row that returns it) and moves the user in the tallies
+ * as moveInTallies does: on PostgreSQL in one statement, the move a WITH of it (one round trip
+ * fewer, made while the organization's writers wait); the statement's first row.
+ */
+export async function withTallyMove<Row>(
+  db: Kysely<Database>,
+  orgId: string,
+  userId: string,
+  from: TallyKind | undefined,
+  to: TallyKind | undefined,
+  statement: Compilable<Row> & { executeTakeFirstOrThrow(): Promise<Row> },
+): Promise<Row> {
+  const move = userTallyMove(orgId, userId, from, to);
+  if (move === undefined) return statement.executeTakeFirstOrThrow();
+  if (dialectOf(db) === 'postgres') {
+    const { rows } = await sql<Row>`with tallied as (${move}) ${statement}`.execute(db);
+    if (rows[0] === undefined) throw new Error('the user to write is gone');
+    return rows[0];
+  }
+  const row = await statement.executeTakeFirstOrThrow();
+  await move.execute(db);
+  return row;
+}
+
+/** The statement of moveInTallies; undefined when the user stays of its kind. */
+function userTallyMove(orgId: string, userId: string, from: TallyKind | undefined, to: TallyKind | undefined): RawBuilder<unknown> | undefined {
+  if (from !== undefined && to !== undefined && sameKind(from, to)) return undefined;
   const moves = [...(from === undefined ? [] : [{ kind: from, delta: -1 }]), ...(to === undefined ? [] : [{ kind: to, delta: 1 }])];
-  if (moves.length === 0) return;
-  await addToTallies(
-    db,
+  if (moves.length === 0) return undefined;
+  return tallyStatement(
     sql`select ${orgId} as org_id, '' as room_id union all select org_id, room_id from room_members where org_id = ${orgId} and user_id = ${userId}`,
     moves,
   );

@@ -3,10 +3,12 @@
  * of laying one change over an index of a million users (SearchIndex.withChanges), by how many
  * changes are laid over it already, and of pages computed from it.
  *
- *   npm run bench:index-updates -- [--users 1000000] [--writes 4000] [--rounds 3]
+ *   npm run bench:index-updates -- [--users 1000000] [--writes 4000] [--rounds 3] [--held]
  *
  * The writes are those of bench/writes.ts, in turn for each new user: created, renamed, made a
- * member of a room (its keys unchanged), suspended. Each is one update, as a server takes in one
+ * member of a room (its keys unchanged), suspended; with --held, the first of the four renames a
+ * user the index holds (imported), picked at random, instead of creating one, as renames and SCIM
+ * updates of existing users do. Each is one update, as a server takes in one
  * commit of another. Every COMPACT_AFTER (1,000) changes a server merges them into the base
  * (search-indexes.ts, in steps): so here, at once, untimed. The baseline, measured in the same run, is the
  * same update with few changes laid over (the first quarter): an update whose cost grows with the
@@ -25,6 +27,7 @@ const { values } = parseArgs({
     users: { type: 'string', default: '1000000' },
     writes: { type: 'string', default: '4000' },
     rounds: { type: 'string', default: '3' },
+    held: { type: 'boolean', default: false },
   },
 });
 const users = Number(values.users);
@@ -104,11 +107,17 @@ function round(start: SearchIndex): { quarters: number[]; page: number; search: 
     let total = index.users;
     switch (k % 4) {
       case 0:
-        current = person(++seq, users + k);
+        if (values.held) {
+          // A held user, numbered as build() numbered it.
+          const k0 = Math.floor(Math.random() * users);
+          current = person(k0 + 1, k0);
+        } else {
+          current = person(++seq, users + k);
+          total += 1;
+        }
         current.firstname = 'Wanda';
         current.lastname = `Writer${k}`;
         changed = change(current);
-        total += 1;
         break;
       case 1:
         current!.lastname = `Renamed${k}`;
@@ -156,7 +165,7 @@ for (let r = 0; r < rounds; r++) results.push(round(index));
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const quarters = [0, 1, 2, 3].map((q) => median(results.map((result) => result.quarters[q]!)));
 const lines = [
-  `# search index updates, ${users.toLocaleString('en')} users, ${writes} writes × ${rounds} rounds, ${new Date().toISOString().slice(0, 16)}Z`,
+  `# search index updates, ${users.toLocaleString('en')} users, ${writes} writes × ${rounds} rounds${values.held ? ', renaming held users' : ''}, ${new Date().toISOString().slice(0, 16)}Z`,
   '',
   '| changes laid over | µs per update (median of rounds) | ratio to the first quarter |',
   '|---|---|---|',

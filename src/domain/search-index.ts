@@ -261,13 +261,13 @@ function finished<T>(steps: Generator<undefined, T, undefined>): T {
 }
 
 /**
- * An order of `users` users: the base order without the users `replaced`, each change inserted
+ * An order of `users` users: the base order without the users `overlay` passes over, each change inserted
  * before the place it goes before (as #page walks it); pauses every MERGE_STEP places.
  */
 function* mergedOrder(
   order: Int32Array,
   inserts: { before: Int32Array; users: Int32Array },
-  replaced: Uint8Array,
+  overlay: Overlay,
   users: number,
 ): Generator<undefined, Int32Array, undefined> {
   const merged = new Int32Array(users);
@@ -275,7 +275,7 @@ function* mergedOrder(
   let next = 0;
   for (let place = 0; place <= order.length; place++) {
     while (next < inserts.before.length && inserts.before[next] === place) merged[at++] = inserts.users[next++]!;
-    if (place < order.length && replaced[order[place]!] !== 1) merged[at++] = order[place]!;
+    if (place < order.length && !passesOver(overlay, order[place]!)) merged[at++] = order[place]!;
     if (place % MERGE_STEP === MERGE_STEP - 1) yield;
   }
   return merged;
@@ -323,6 +323,8 @@ interface Base {
   bytes: number;
   /** The base users whose key contains a term, in ascending order, by term; 'many' when too many to keep (see KEPT_MATCHES_SHARE). */
   matches: LruCache<string, Int32Array | 'many'>;
+  /** 1 for each held user changed since the base: the one array every overlay of the base shares (see flagPassedOver). */
+  passedOver?: Uint8Array;
 }
 
 /**
@@ -338,7 +340,7 @@ interface Overlay {
   starts: Int32Array;
   /** Each change's sort keys (as bytes) and where it goes in each base order: carried to the next update, which places only what is new. */
   placements: readonly Placement[];
-  /** 1 for each held user whose base entry is passed over. */
+  /** The base's flags of the held users changed since it (shared, see flagPassedOver): the overlay passes over the base entries of those among its changes (passesOver). */
   replaced: Uint8Array;
   /**
    * Each change's kind: a changed user's kind is read here (see #kinds), the base's kinds never
@@ -468,14 +470,29 @@ function changeOf(overlay: Overlay, user: number): number {
   return placeOf(overlay.users, user);
 }
 
-/** Which held users are passed over: `earlier`'s, with the held users of the `fresh` changes; `earlier` itself when that adds none. */
-function replacedWith(earlier: Uint8Array | undefined, held: number, fresh: readonly number[], numbers: Int32Array): Uint8Array {
-  const added = fresh.map((k) => numbers[k]!).filter((user) => user < held && earlier?.[user] !== 1);
-  if (earlier !== undefined && added.length === 0) return earlier;
-  const replaced = new Uint8Array(held);
-  if (earlier !== undefined) replaced.set(earlier);
-  for (const user of added) replaced[user] = 1;
-  return replaced;
+/**
+ * Flags the held users of the `fresh` changes in the base's one array of flags, which all its
+ * overlays share; the array. A user once changed is among the changes of every later overlay of
+ * the base (each lays its changes over the one before, and all read the changes since the base's
+ * version), so a flag is set once and never cleared, and an overlay passes over the flagged users
+ * that are among its own changes (passesOver): an older overlay, still answering, is not misled by
+ * the flags of a newer one. Before, each version that first changed a held user copied a byte for
+ * every held user (1 MB at a million): renames of held users cost 121–157 µs an update against
+ * 51–60 for new users (bench:index-updates --held, docs/benchmarks.md).
+ */
+function flagPassedOver(base: Base, fresh: readonly number[], numbers: Int32Array): Uint8Array {
+  const held = base.seqs.length;
+  const flags = (base.passedOver ??= new Uint8Array(held));
+  for (const k of fresh) {
+    const user = numbers[k]!;
+    if (user < held) flags[user] = 1;
+  }
+  return flags;
+}
+
+/** Whether `overlay` passes over held user `user`'s base entry: flagged, and among the overlay's own changes (see flagPassedOver). */
+function passesOver(overlay: Overlay, user: number): boolean {
+  return overlay.replaced[user] === 1 && changeOf(overlay, user) >= 0;
 }
 
 export class SearchIndex {
@@ -580,7 +597,6 @@ export class SearchIndex {
    */
   withChanges(version: number, users: number, changed: readonly ChangedUser[]): SearchIndex | undefined {
     const base = this.#base;
-    const held = base.seqs.length;
     const previous = this.#overlay;
     const laid = mergedChanges(previous, changed, base.seqs, users);
     if (laid === undefined) return undefined;
@@ -591,7 +607,9 @@ export class SearchIndex {
     const { keys, starts } = joinedKeys(previous, placements, carried);
 
     // The arrays of a user each are shared with the index laid over before while they stay as they were.
-    const replaced = replacedWith(previous?.replaced, held, fresh, numbers);
+    const replaced = flagPassedOver(base, fresh, numbers);
+    // Passed over by the index made here: flagged (by this update or one before) and among its changes.
+    const passedOver = (user: number) => replaced[user] === 1 && placeOf(numbers, user) >= 0;
     const kinds = new Uint8Array(changes.length);
     for (let k = 0; k < changes.length; k++) kinds[k] = carried[k]! >= 0 ? previous!.kinds[carried[k]!]! : kindOf(changes[k]!);
 
@@ -599,7 +617,7 @@ export class SearchIndex {
     const superseded = new Set<number>();
     for (const k of fresh) superseded.add(numbers[k]!);
     for (const field of SORT_FIELDS) {
-      const placed = this.#placeInBase(field, fresh, placements, numbers, replaced, previous, superseded);
+      const placed = this.#placeInBase(field, fresh, placements, numbers, passedOver, previous, superseded);
       if (placed === undefined) return undefined;
       inserts[field] = placed;
     }
@@ -727,7 +745,7 @@ export class SearchIndex {
     seqs.set(base.seqs);
     seqs.set(overlay.addedSeqs, held);
     const orders = {} as Record<SortField, Int32Array>;
-    for (const field of SORT_FIELDS) orders[field] = yield* mergedOrder(base.orders[field], overlay.inserts[field], overlay.replaced, users);
+    for (const field of SORT_FIELDS) orders[field] = yield* mergedOrder(base.orders[field], overlay.inserts[field], overlay, users);
     const places = { lastname: yield* placesIn(orders.lastname), firstname: yield* placesIn(orders.firstname), email: yield* placesIn(orders.email) };
     const kinds = new Uint8Array(users);
     kinds.set(base.kinds);
@@ -776,7 +794,7 @@ export class SearchIndex {
         continue;
       }
       const found: number[] = [];
-      for (const user of kept) if (overlay.replaced[user] !== 1) found.push(user);
+      for (const user of kept) if (!passesOver(overlay, user)) found.push(user);
       this.#scanChanges(term, (user) => found.push(user));
       if (found.length > keepUpTo) carried.set(term, 'many');
       else carried.set(term, Int32Array.from(found).sort());
@@ -798,7 +816,7 @@ export class SearchIndex {
     fresh: readonly number[],
     placements: readonly Placement[],
     numbers: Int32Array,
-    replaced: Uint8Array,
+    passedOver: (user: number) => boolean,
     previous: Overlay | undefined,
     superseded: ReadonlySet<number>,
   ): { before: Int32Array; users: Int32Array } | undefined {
@@ -834,7 +852,7 @@ export class SearchIndex {
       }
       // Equal keys from here on: only a replaced user's old place (passed over) may tie.
       for (let place = low; place < order.length && this.#compareBaseKeys(order[place]!, keyOrder, key) === 0; place++) {
-        if (replaced[order[place]!] !== 1) return undefined;
+        if (!passedOver(order[place]!)) return undefined;
       }
       placementAt(k).before[field] = low;
     }
@@ -1010,8 +1028,7 @@ export class SearchIndex {
     const overlay = this.#overlay;
     if (overlay === undefined) return (user) => kinds[user]!;
     const held = kinds.length;
-    const replaced = overlay.replaced;
-    return (user) => (user < held && replaced[user] !== 1 ? kinds[user]! : overlay.kinds[changeOf(overlay, user)]!);
+    return (user) => (user < held && !passesOver(overlay, user) ? kinds[user]! : overlay.kinds[changeOf(overlay, user)]!);
   }
 
   /** The room's members when the filter depends on them (which the search must then give). */
@@ -1031,7 +1048,6 @@ export class SearchIndex {
     const order = this.#base.orders[search.sortBy];
     const overlay = this.#overlay;
     const inserts = overlay?.inserts[search.sortBy] ?? { before: new Int32Array(0), users: new Int32Array(0) };
-    const replaced = overlay?.replaced;
     const seqs: number[] = [];
     let skip = search.offset;
     let steps = 0;
@@ -1046,13 +1062,13 @@ export class SearchIndex {
       let next = 0;
       for (let place = 0; place <= order.length && more(); place++) {
         for (; next < inserts.before.length && inserts.before[next] === place && more(); next++) visit(inserts.users[next]!);
-        if (place < order.length && more() && replaced?.[order[place]!] !== 1) visit(order[place]!);
+        if (place < order.length && more() && (overlay === undefined || !passesOver(overlay, order[place]!))) visit(order[place]!);
       }
     } else {
       let next = inserts.before.length - 1;
       for (let place = order.length; place >= 0 && more(); place--) {
         for (; next >= 0 && inserts.before[next] === place && more(); next--) visit(inserts.users[next]!);
-        if (place > 0 && more() && replaced?.[order[place - 1]!] !== 1) visit(order[place - 1]!);
+        if (place > 0 && more() && (overlay === undefined || !passesOver(overlay, order[place - 1]!))) visit(order[place - 1]!);
       }
     }
     return seqs.length < search.size && steps > maxSteps ? undefined : seqs;
@@ -1115,7 +1131,7 @@ export class SearchIndex {
   /** Whether the user's key contains the term: compared here, as keys are short (an indexOf could run on past the key). */
   #contains(user: number, term: string): boolean {
     const overlay = this.#overlay;
-    if (overlay !== undefined && (user >= this.#base.seqs.length || overlay.replaced[user] === 1)) {
+    if (overlay !== undefined && (user >= this.#base.seqs.length || passesOver(overlay, user))) {
       const change = changeOf(overlay, user);
       return containsIn(overlay.keys, overlay.starts[change]!, overlay.starts[change + 1]! - 1, term);
     }
@@ -1137,14 +1153,14 @@ export class SearchIndex {
     const overlay = this.#overlay;
     const kept = this.#base.matches.get(term);
     if (kept !== undefined && kept !== 'many') {
-      for (const user of kept) if (members.has(user) && overlay?.replaced[user] !== 1) found(user);
+      for (const user of kept) if (members.has(user) && (overlay === undefined || !passesOver(overlay, user))) found(user);
       this.#scanChanges(term, (user) => members.has(user) && found(user));
       return;
     }
     // The next member held in the base, from `from` on, passing over those changed since (their keys are the overlay's).
     const next = (from: number) => {
       let user = members.next(from);
-      while (overlay !== undefined && user >= 0 && user < held && overlay.replaced[user] === 1) user = members.next(user + 1);
+      while (overlay !== undefined && user >= 0 && user < held && passesOver(overlay, user)) user = members.next(user + 1);
       return user < held ? user : -1;
     };
     const bits = tripleBits(term);
@@ -1184,11 +1200,11 @@ export class SearchIndex {
    * when they are few (see KEPT_MATCHES_SHARE), and read from there rather than from the keys.
    */
   #scan(term: string, found: (user: number) => void): void {
-    const replaced = this.#overlay?.replaced;
+    const overlay = this.#overlay;
     const { matches } = this.#base;
     const kept = matches.get(term);
     if (kept !== undefined && kept !== 'many') {
-      for (const user of kept) if (replaced?.[user] !== 1) found(user);
+      for (const user of kept) if (overlay === undefined || !passesOver(overlay, user)) found(user);
     } else {
       const needle = needleOf(term, this.#base.byteCounts);
       const keepUpTo = kept === 'many' ? 0 : Math.max(KEPT_MATCHES_ANYWAY, Math.floor(this.#base.seqs.length / KEPT_MATCHES_SHARE));
@@ -1200,7 +1216,7 @@ export class SearchIndex {
           listed[count] = user;
         }
         count += 1;
-        if (replaced?.[user] !== 1) found(user);
+        if (overlay === undefined || !passesOver(overlay, user)) found(user);
       });
       if (kept === undefined) matches.set(term, count <= keepUpTo ? listed.slice(0, count) : 'many');
     }

@@ -18,7 +18,7 @@ import pg from 'pg';
  * - the statement run inside `lastStatement()` is followed on the wire by `commit`, and answers
  *   once both have: with its result, the transaction committed; with its own error when the
  *   server refused it (PostgreSQL then completes the COMMIT as a rollback); else, with the error
- *   of whatever failed, marked so that `isCommitFailure()` says the outcome is unknown (the
+ *   of whatever failed, marked so that `isOutcomeUnknown()` says the outcome is unknown (the
  *   connection broke while the COMMIT was on its way, or node-postgres failed the statement
  *   without sending it while the COMMIT went and committed): a caller must not run the
  *   transaction's changes again. Kysely's own COMMIT after it is answered as the transaction
@@ -46,15 +46,15 @@ export function lastStatement<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** Errors after which the outcome of a transaction whose COMMIT was sent is not known (see above). */
-const commitFailures = new WeakSet<object>();
+const unknownOutcomes = new WeakSet<object>();
 
 /** Whether `error` leaves the outcome of its transaction unknown (see above): its changes must not be run again. */
-export function isCommitFailure(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && commitFailures.has(error);
+export function isOutcomeUnknown(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && unknownOutcomes.has(error);
 }
 
 function unknownOutcome(error: unknown): unknown {
-  if (typeof error === 'object' && error !== null) commitFailures.add(error);
+  if (typeof error === 'object' && error !== null) unknownOutcomes.add(error);
   return error;
 }
 

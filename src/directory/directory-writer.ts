@@ -4,7 +4,7 @@ import type { Database, RoomTable, UserTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
-import { isCommitFailure, pipelinedTransaction } from '../db/pipelined-transactions.ts';
+import { isOutcomeUnknown, pipelinedTransaction } from '../db/pipelined-transactions.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import { findHolders, findUserRow, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
@@ -397,7 +397,7 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
             );
           } catch (error) {
             // A batch whose COMMIT's outcome is unknown may have committed: its changes are not run again.
-            throw batch.length > 1 && !isCommitFailure(error) ? new BatchFailed(undefined) : error;
+            throw batch.length > 1 && !isOutcomeUnknown(error) ? new BatchFailed(undefined) : error;
           }
         }),
       ),

@@ -340,8 +340,8 @@ interface Overlay {
   starts: Int32Array;
   /** Each change's sort keys (as bytes) and where it goes in each base order: carried to the next update, which places only what is new. */
   placements: readonly Placement[];
-  /** The base's flags of the held users changed since it (shared, see flagPassedOver): the overlay passes over the base entries of those among its changes (passesOver). */
-  replaced: Uint8Array;
+  /** The base's flags of the held users changed since it (its `passedOver`, see flagPassedOver): the overlay passes over the base entries of those among its changes (passesOver). */
+  passedOver: Uint8Array;
   /**
    * Each change's kind: a changed user's kind is read here (see #kinds), the base's kinds never
    * change. Copying a million kinds whenever a change made one differ (a user suspended) cost more
@@ -472,7 +472,7 @@ function changeOf(overlay: Overlay, user: number): number {
 
 /**
  * Flags the held users of the `fresh` changes in the base's one array of flags, which all its
- * overlays share; the array. A user once changed is among the changes of every later overlay of
+ * overlays share, and returns that array. A user once changed is among the changes of every later overlay of
  * the base (each lays its changes over the one before, and all read the changes since the base's
  * version), so a flag is set once and never cleared, and an overlay passes over the flagged users
  * that are among its own changes (passesOver): an older overlay, still answering, is not misled by
@@ -492,7 +492,7 @@ function flagPassedOver(base: Base, fresh: readonly number[], numbers: Int32Arra
 
 /** Whether `overlay` passes over held user `user`'s base entry: flagged, and among the overlay's own changes (see flagPassedOver). */
 function passesOver(overlay: Overlay, user: number): boolean {
-  return overlay.replaced[user] === 1 && changeOf(overlay, user) >= 0;
+  return overlay.passedOver[user] === 1 && changeOf(overlay, user) >= 0;
 }
 
 export class SearchIndex {
@@ -607,9 +607,9 @@ export class SearchIndex {
     const { keys, starts } = joinedKeys(previous, placements, carried);
 
     // The arrays of a user each are shared with the index laid over before while they stay as they were.
-    const replaced = flagPassedOver(base, fresh, numbers);
+    const flags = flagPassedOver(base, fresh, numbers);
     // Passed over by the index made here: flagged (by this update or one before) and among its changes.
-    const passedOver = (user: number) => replaced[user] === 1 && placeOf(numbers, user) >= 0;
+    const passedOver = (user: number) => flags[user] === 1 && placeOf(numbers, user) >= 0;
     const kinds = new Uint8Array(changes.length);
     for (let k = 0; k < changes.length; k++) kinds[k] = carried[k]! >= 0 ? previous!.kinds[carried[k]!]! : kindOf(changes[k]!);
 
@@ -627,7 +627,7 @@ export class SearchIndex {
       starts[changes.length]! +
       starts.byteLength +
       numbers.byteLength +
-      replaced.byteLength +
+      flags.byteLength +
       kinds.byteLength +
       8 * addedSeqs.length +
       3 * 8 * changes.length +
@@ -638,7 +638,7 @@ export class SearchIndex {
       keys,
       starts,
       placements,
-      replaced,
+      passedOver: flags,
       kinds,
       addedSeqs: Float64Array.from(addedSeqs),
       inserts,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { isCommitFailure, lastStatement, pipelinedTransaction, pipelineTransactionsOf } from '../../src/db/pipelined-transactions.ts';
+import { isOutcomeUnknown, lastStatement, pipelinedTransaction, pipelineTransactionsOf } from '../../src/db/pipelined-transactions.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/databases.ts';
 
 interface Tables {
@@ -19,11 +19,18 @@ describe('pipelined transactions on PostgreSQL', () => {
   let db: Kysely<Tables>;
   /** What another connection sees committed. */
   let observer: pg.Client;
+  /** A database of one connection in pipeline mode, as the server's pool makes it; `prepare` sees each client first, beneath the pipelining. */
+  const pipelinedDb = (prepare: (client: pg.PoolClient) => void = () => undefined) => {
+    const pool = new pg.Pool({ connectionString: database.env['DATABASE_URL'], max: 1, pipeline: true });
+    pool.on('connect', (client) => {
+      prepare(client);
+      pipelineTransactionsOf(client);
+    });
+    return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+  };
   before(async () => {
     database = await freshDatabase('postgres');
-    const pool = new pg.Pool({ connectionString: database.env['DATABASE_URL'], max: 1, pipeline: true });
-    pool.on('connect', (client) => pipelineTransactionsOf(client));
-    db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    db = pipelinedDb();
     // A deferred reference is checked at COMMIT: what makes a commit fail on its own.
     await sql`create table probe (id integer primary key, ref integer references probe (id) deferrable initially deferred)`.execute(db);
     observer = new pg.Client({ connectionString: database.env['DATABASE_URL'] });
@@ -75,7 +82,7 @@ describe('pipelined transactions on PostgreSQL', () => {
       }),
     ).catch((caught: unknown) => caught);
     assert.equal((error as { code?: string }).code, '23505', 'the unique violation of the last statement');
-    assert.equal(isCommitFailure(error), false);
+    assert.equal(isOutcomeUnknown(error), false);
     assert.deepEqual(await committed(), [7]);
     // A callback that catches the failure and returns: Kysely's COMMIT says it was rolled back.
     await assert.rejects(
@@ -102,7 +109,7 @@ describe('pipelined transactions on PostgreSQL', () => {
       }),
     ).catch((caught: unknown) => caught);
     assert.equal((error as { code?: string }).code, '23503');
-    assert.equal(isCommitFailure(error), true);
+    assert.equal(isOutcomeUnknown(error), true);
     assert.deepEqual(await committed(), []);
     await pipelinedTransaction(() => db.transaction().execute((trx) => lastStatement(() => insert(trx, 3))));
     assert.deepEqual(await committed(), [3]);
@@ -149,8 +156,7 @@ describe('pipelined transactions on PostgreSQL', () => {
   it('sends the BEGIN with the first statement and the COMMIT with the last, without waiting', async () => {
     // A client of its own whose queries are recorded beneath the pipelining: when each is sent and answered.
     const events: string[] = [];
-    const pool = new pg.Pool({ connectionString: database.env['DATABASE_URL'], max: 1, pipeline: true });
-    pool.on('connect', (client) => {
+    const recorded = pipelinedDb((client) => {
       const inner = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
       (client as unknown as { query: unknown }).query = (text: unknown, values?: unknown) => {
         const label = typeof text === 'string' ? text.split(' ')[0]! : 'query';
@@ -162,9 +168,7 @@ describe('pipelined transactions on PostgreSQL', () => {
         );
         return answer;
       };
-      pipelineTransactionsOf(client);
     });
-    const recorded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
     try {
       await pipelinedTransaction(() =>
         recorded.transaction().execute(async (trx) => {
@@ -192,12 +196,7 @@ describe('pipelined transactions on PostgreSQL', () => {
   });
 
   it('says the outcome is unknown when the connection is lost while the COMMIT is on its way', async () => {
-    const pool = new pg.Pool({ connectionString: database.env['DATABASE_URL'], max: 1, pipeline: true });
-    pool.on('connect', (client) => {
-      client.on('error', () => undefined);
-      pipelineTransactionsOf(client);
-    });
-    const doomed = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+    const doomed = pipelinedDb((client) => client.on('error', () => undefined));
     try {
       let failure: unknown;
       const run = pipelinedTransaction(() =>
@@ -213,7 +212,7 @@ describe('pipelined transactions on PostgreSQL', () => {
         }),
       );
       await assert.rejects(run);
-      assert.equal(isCommitFailure(failure), true, String(failure));
+      assert.equal(isOutcomeUnknown(failure), true, String(failure));
       // Here the server had not run the COMMIT: nothing was committed.
       assert.deepEqual(await committed(), []);
     } finally {

@@ -73,6 +73,14 @@ export const IMPORT_COPY_AFTER = MAX_LAID_OVER - COMPACT_AT_ONCE_AFTER;
  */
 const WATCH_MS = 50;
 const WATCH_WITHOUT_TOKEN_MS = 500;
+/**
+ * While no lookup has asked for an index for this long, the versions are read at most every
+ * WATCH_IDLE_MS: a server that takes only writes (or none) keeps its indexes a second behind at
+ * most rather than taking each batch in, 20 times a second, on the thread its writes wait for.
+ * The first lookup after that waits for one update of what changed meanwhile.
+ */
+const ASKED_LATELY_MS = 10_000;
+const WATCH_IDLE_MS = 1000;
 /** The rooms of an organization whose lookups' scope is read with its changes (see scopeAsOf): the latest asked for. */
 const SCOPE_ROOMS = 32;
 /**
@@ -312,6 +320,8 @@ export class SearchIndexes {
   /** The change token when the versions were last read, and when. */
   #checkedToken: number | undefined;
   #checkedAt = 0;
+  /** When a lookup last asked for an index (see ASKED_LATELY_MS). */
+  #askedAt = -Infinity;
   #warm = false;
   /** Tells of the commits that change what a lookup's scope is read from (given to watch); undefined until then. */
   #scopeChanges: ChangeSource | undefined;
@@ -336,6 +346,7 @@ export class SearchIndexes {
   /** The organization's index at exactly this version; otherwise undefined, and a load is queued if one is worth it. */
   index(orgId: string, version: number): SearchIndex | undefined {
     if (this.#policy.memoryBytes === 0) return undefined;
+    this.#askedAt = performance.now();
     const ready = this.#ready.get(orgId);
     if (ready !== undefined && ready.index.version === version) {
       this.#ready.delete(orgId);
@@ -595,9 +606,14 @@ export class SearchIndexes {
    * From now on, looks at the database's change token every `intervalMs`; when it moved, reads
    * the versions of the organizations held, and brings those that moved up to date in the
    * background, as a lookup at the new version would: an import's changes are then applied a
-   * moment after it commits, before most lookups ask.
+   * moment after it commits, before most lookups ask. While no lookup has asked for an index
+   * for `idle.afterMs`, the versions are read at most every `idle.everyMs` (ASKED_LATELY_MS).
    */
-  watch(changes: ChangeSource = NO_CHANGE_SOURCE, intervalMs = WATCH_MS): void {
+  watch(
+    changes: ChangeSource = NO_CHANGE_SOURCE,
+    intervalMs = WATCH_MS,
+    idle: { afterMs: number; everyMs: number } = { afterMs: ASKED_LATELY_MS, everyMs: WATCH_IDLE_MS },
+  ): void {
     if (this.#policy.memoryBytes === 0 || this.#watch !== undefined || this.#closed) return;
     const versions = changes.about(['organizations']);
     // The tables of a lookup's scope, as SignatoryLookup's cache of scopes reads them.
@@ -606,6 +622,7 @@ export class SearchIndexes {
       if (this.#ready.size === 0 || this.#checking) return;
       const token = versions.token();
       const now = performance.now();
+      if (now - this.#askedAt > idle.afterMs && now - this.#checkedAt < idle.everyMs) return;
       if ((token === undefined || token === this.#checkedToken) && now - this.#checkedAt < WATCH_WITHOUT_TOKEN_MS) return;
       this.#checkedToken = token;
       this.#checkedAt = now;

@@ -605,6 +605,36 @@ describe('SearchIndexes', () => {
     await indexes.close();
   });
 
+  it('takes changes in everyMs apart at most while no lookup asks, and at once again after one does', async () => {
+    const directory: Directory = new Map([['acme', { version: 1, users: 10 }]]);
+    const { load, jobs, reads } = fakeLoader(directory);
+    const indexes = new SearchIndexes(noDatabase, { memoryBytes: 1 << 20, minUsers: 0 }, load, quiet, reads);
+    indexes.index('acme', 1);
+    await settled(indexes);
+    let token = 1;
+    const source: ChangeSource = { token: () => token, catchUp: () => undefined, about: () => source };
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    indexes.watch(source, 5, { afterMs: 50, everyMs: 2000 });
+    // The first look finds nothing new; the lookup's ask is then older than afterMs.
+    await sleep(100);
+    const change = (version: number) => {
+      directory.set('acme', { version, users: 10, changes: { changed: [], rooms: [] } });
+      token += 1;
+    };
+    change(2);
+    await sleep(300);
+    assert.equal(indexes.heldBehind('acme', 2), true, 'not looked at again within everyMs of the last look');
+    while (indexes.heldBehind('acme', 2)) await sleep(10);
+    await settled(indexes);
+    assert.equal(jobs.at(-1)?.kind, 'changes', 'taken in by its changes, everyMs after the look before');
+    assert.notEqual(indexes.index('acme', 2), undefined, 'a lookup asks');
+    change(3);
+    const asked = performance.now();
+    while (indexes.heldBehind('acme', 3)) await sleep(5);
+    assert.ok(performance.now() - asked < 1000, 'after a lookup has asked, a change is taken in without waiting for everyMs');
+    await indexes.close();
+  });
+
   it('does not index an organization below the minimum or beyond the memory, until its version changes', async () => {
     const directory: Directory = new Map([
       ['small', { version: 1, users: 3 }],

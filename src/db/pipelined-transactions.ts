@@ -25,6 +25,10 @@ import pg from 'pg';
  *   ended (a ROLLBACK answer, which Kysely turns into an error, if it was rolled back), its
  *   ROLLBACK at once; any other statement after it is refused (it would run outside the
  *   transaction).
+ * - the statement run inside `withReadsAhead(reads, …)` is followed on the wire by `reads`
+ *   (read-only statements, compiled): when the transaction's next statements are those, the same
+ *   texts and values in the same order, each is answered by what was sent then, without a round
+ *   trip of its own; any other statement first drops them (its answer is theirs to ignore).
  * Elsewhere (other transactions, SQLite) statements run as they always do.
  *
  * Measured with bench/write-round-trips.ts (a link of about 2.8 ms a round trip): a single write
@@ -38,6 +42,21 @@ const lastScope = new AsyncLocalStorage<true>();
 /** Runs `work` (a Kysely transaction) with its BEGIN sent with its first statement (see above). */
 export function pipelinedTransaction<T>(work: () => Promise<T>): Promise<T> {
   return transactionScope.run(true, work);
+}
+
+/** Statements sent right behind another's (see above). */
+export interface ReadAhead {
+  readonly sql: string;
+  readonly parameters: readonly unknown[];
+}
+const aheadScope = new AsyncLocalStorage<{ reads: readonly ReadAhead[]; sent: boolean }>();
+
+/**
+ * Runs `work`, one statement of a pipelined transaction (not its last), with `reads` sent right
+ * behind it (see above): run next with `executeQuery`, they wait for no round trip of their own.
+ */
+export function withReadsAhead<T>(reads: readonly ReadAhead[], work: () => Promise<T>): Promise<T> {
+  return aheadScope.run({ reads, sent: false }, work);
 }
 
 /** Runs a transaction's last statement, one only, with the transaction's COMMIT right behind it (see above). */
@@ -75,8 +94,13 @@ export function pipelineTransactionsOf(client: pg.PoolClient): void {
   let beginning = false;
   /** Set once the open transaction's COMMIT was sent with its last statement. */
   let ended: Ended | undefined;
+  /** Reads sent ahead that the next statements may take the answers of, in order. */
+  let sentAhead: { text: string; values: readonly unknown[]; answer: Promise<unknown> }[] = [];
   const pipelined = (text: unknown, values?: unknown, ...rest: unknown[]): unknown => {
     if (transactionScope.getStore() !== true || rest.length > 0 || typeof values === 'function') return query(text, values, ...rest);
+    const ahead = sentAhead.shift();
+    if (ahead !== undefined && ahead.text === text && sameValues(ahead.values, values)) return ahead.answer;
+    sentAhead = [];
     if (text === 'begin') {
       beginning = true;
       ended = undefined;
@@ -103,7 +127,14 @@ export function pipelineTransactionsOf(client: pg.PoolClient): void {
     beginning = false;
     const begun = withBegin ? quiet(query('begin', [])) : undefined;
     const own = quiet(query(text, values));
-    if (!last) return begun === undefined ? own : begun.then(() => own);
+    if (!last) {
+      const reads = aheadScope.getStore();
+      if (reads !== undefined && !reads.sent) {
+        reads.sent = true;
+        sentAhead = reads.reads.map((read) => ({ text: read.sql, values: read.parameters, answer: quiet(query(read.sql, [...read.parameters])) }));
+      }
+      return begun === undefined ? own : begun.then(() => own);
+    }
     const commit = quiet(query('commit', []));
     ended = 'unknown';
     return (async () => {
@@ -127,6 +158,10 @@ export function pipelineTransactionsOf(client: pg.PoolClient): void {
     })();
   };
   (client as unknown as { query: typeof pipelined }).query = pipelined;
+}
+
+function sameValues(sent: readonly unknown[], values: unknown): boolean {
+  return Array.isArray(values) && values.length === sent.length && values.every((value, k) => value === sent[k]);
 }
 
 /** `promise`, its rejection handled where it is awaited (or not at all: a BEGIN's after the statement's). */

@@ -12,7 +12,6 @@ import { findAuditEvents, type AuditEventQuery } from '../repositories/audit-rep
 import {
   findOrganization,
   findRoom,
-  findRoomAndUser,
   findUser,
   isRoomMember,
   listOrganizations,
@@ -247,7 +246,7 @@ export class DirectoryService {
 
   async createUser(orgId: string, body: Json, actor: Actor): Promise<Tagged<UserBody>> {
     const user = userWrite(body, typeof body['id'] === 'string' ? body['id'] : randomUUID());
-    return changeDirectory(this.#db, orgId, actor, async (change) => tagged(toUser(await change.createUser(user))));
+    return changeDirectory(this.#db, orgId, actor, async (change) => tagged(toUser(await change.createUser(user))), { userId: user.id, readsUser: false });
   }
 
   async replaceUser(orgId: string, userId: string, body: Json, ifMatch: string | undefined, actor: Actor): Promise<Tagged<UserBody>> {
@@ -270,26 +269,38 @@ export class DirectoryService {
    * sent: PATCH here and SCIM's PUT and PATCH compute the new user from the row as it is then.
    */
   async changeUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor, next: (current: UserBody) => Json): Promise<Tagged<UserBody>> {
-    return changeDirectory(this.#db, orgId, actor, async (change) => {
-      const existing = await this.#existingUser(change.trx, orgId, userId);
-      const current = tagged(toUser(existing));
-      assertPrecondition(ifMatch, current);
-      const user = userWrite(next(current.body), userId);
-      const changed = (Object.keys(user) as (keyof UserWrite)[]).filter(
-        (key) => key !== 'id' && JSON.stringify(user[key]) !== JSON.stringify(fieldOf(existing, key)),
-      );
-      // A write that changes nothing records no event and spends no version (docs/decisions.md, "The audit trail").
-      if (changed.length === 0) return current;
-      return tagged(toUser(await change.updateUser(existing, user, { changed })));
-    });
+    return changeDirectory(
+      this.#db,
+      orgId,
+      actor,
+      async (change) => {
+        const existing = await this.#existingUserOf(change, userId);
+        const current = tagged(toUser(existing));
+        assertPrecondition(ifMatch, current);
+        const user = userWrite(next(current.body), userId);
+        const changed = (Object.keys(user) as (keyof UserWrite)[]).filter(
+          (key) => key !== 'id' && JSON.stringify(user[key]) !== JSON.stringify(fieldOf(existing, key)),
+        );
+        // A write that changes nothing records no event and spends no version (docs/decisions.md, "The audit trail").
+        if (changed.length === 0) return current;
+        return tagged(toUser(await change.updateUser(existing, user, { changed })));
+      },
+      { userId, readsUser: true },
+    );
   }
 
   async deleteUser(orgId: string, userId: string, ifMatch: string | undefined, actor: Actor): Promise<void> {
-    await changeDirectory(this.#db, orgId, actor, async (change) => {
-      const existing = await this.#existingUser(change.trx, orgId, userId);
-      assertPrecondition(ifMatch, tagged(toUser(existing)));
-      await change.deleteUser(existing);
-    });
+    await changeDirectory(
+      this.#db,
+      orgId,
+      actor,
+      async (change) => {
+        const existing = await this.#existingUserOf(change, userId);
+        assertPrecondition(ifMatch, tagged(toUser(existing)));
+        await change.deleteUser(existing);
+      },
+      { userId, readsUser: true },
+    );
   }
 
   async listRooms(orgId: string, page: number, size: number): Promise<Page<RoomBody>> {
@@ -345,16 +356,22 @@ export class DirectoryService {
 
   /** Adds (`add`) or removes a member; idempotent. */
   async setMember(orgId: string, roomId: string, userId: string, add: boolean, ifMatch: string | undefined, actor: Actor): Promise<void> {
-    await changeDirectory(this.#db, orgId, actor, async (change: DirectoryChange) => {
-      const { roomExists, user } = await findRoomAndUser(change.trx, orgId, roomId, userId);
-      if (!roomExists) await this.#existingRoom(change.trx, orgId, roomId);
-      if (user === undefined) throw userNotFound(orgId, userId);
-      // Read (only when asked) in the change, which the organization's other writers wait for.
-      if (ifMatch !== undefined) assertMembershipPrecondition(ifMatch, await isRoomMember(change.trx, orgId, roomId, userId));
-      // Nothing changed records no event: the writer spends no version on it.
-      if (add) await change.addMember(roomId, user);
-      else await change.removeMember(roomId, user);
-    });
+    await changeDirectory(
+      this.#db,
+      orgId,
+      actor,
+      async (change: DirectoryChange) => {
+        const { roomExists, user } = await change.findRoomAndUser(roomId, userId);
+        if (!roomExists) await this.#existingRoom(change.trx, orgId, roomId);
+        if (user === undefined) throw userNotFound(orgId, userId);
+        // Read (only when asked) in the change, which the organization's other writers wait for.
+        if (ifMatch !== undefined) assertMembershipPrecondition(ifMatch, await isRoomMember(change.trx, orgId, roomId, userId));
+        // Nothing changed records no event: the writer spends no version on it.
+        if (add) await change.addMember(roomId, user);
+        else await change.removeMember(roomId, user);
+      },
+      { userId, readsUser: true, readsRoom: roomId },
+    );
   }
 
   async auditEvents(query: AuditEventQuery, page: number, size: number): Promise<Page<AuditEventBody>> {
@@ -373,6 +390,14 @@ export class DirectoryService {
     if (row !== undefined) return row;
     await this.#assertScope(orgId, undefined, db);
     throw userNotFound(orgId, userId);
+  }
+
+  /** #existingUser in a change, as the writer may have read it ahead (ChangeAbout). */
+  async #existingUserOf(change: DirectoryChange, userId: string): Promise<UserRecord> {
+    const row = await change.findUser(userId);
+    if (row !== undefined) return row;
+    await this.#assertScope(change.orgId, undefined, change.trx);
+    throw userNotFound(change.orgId, userId);
   }
 
   async #existingRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {

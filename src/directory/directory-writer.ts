@@ -4,10 +4,19 @@ import type { Database, RoomTable, UserTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
-import { isOutcomeUnknown, pipelinedTransaction } from '../db/pipelined-transactions.ts';
+import { isOutcomeUnknown, pipelinedTransaction, withReadsAhead, type ReadAhead } from '../db/pipelined-transactions.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
-import { findHolders, findUserRow, lockRoom, roomHasDocuments, type UserRecord } from '../repositories/directory-repository.ts';
+import {
+  findHolders,
+  findRoomAndUser,
+  findUser,
+  findUserRow,
+  lockRoom,
+  roomHasDocuments,
+  usersAndRoomsByIds,
+  type UserRecord,
+} from '../repositories/directory-repository.ts';
 import {
   bumpDirectoryVersion,
   changeMembership,
@@ -53,6 +62,14 @@ function kindOf(row: { external: number; needs_invite: number; status: string })
   return { external: row.external, needs_invite: row.needs_invite, candidate: isCandidateStatus(row.status) ? 1 : 0 };
 }
 
+/** What the writer read for a change with its batch's first statement (see ChangeAbout): each used once, by the change's first read of it. */
+interface ReadForChange {
+  /** The user's row (undefined: none, or deleted), if it was read. */
+  user?: { id: string; row: UserRecord | undefined };
+  /** Whether the room exists, if it was read. */
+  room?: { id: string; exists: boolean };
+}
+
 /** The changes of one transaction to one organization's directory. */
 export class DirectoryChange {
   readonly trx: Transaction<Database>;
@@ -64,13 +81,31 @@ export class DirectoryChange {
   readonly #actor: Actor;
   readonly #events: AuditEventRow[] = [];
   readonly #organizationTally: TallyMove[] = [];
+  #readAhead: ReadForChange;
 
-  constructor(trx: Transaction<Database>, orgId: string, version: number, at: string, actor: Actor) {
+  constructor(trx: Transaction<Database>, orgId: string, version: number, at: string, actor: Actor, readAhead: ReadForChange = {}) {
     this.trx = trx;
     this.orgId = orgId;
     this.version = version;
     this.at = at;
     this.#actor = actor;
+    this.#readAhead = readAhead;
+  }
+
+  /** The user with this id (not deleted), or undefined: as the writer read it ahead for this change (see ChangeAbout), else read now. */
+  async findUser(userId: string): Promise<UserRecord | undefined> {
+    const { user, ...rest } = this.#readAhead;
+    if (user?.id !== userId) return findUser(this.trx, this.orgId, userId);
+    this.#readAhead = rest;
+    return user.row;
+  }
+
+  /** Whether the room exists, and the user with this id (not deleted) if there is one: as read ahead for this change, else read now. */
+  async findRoomAndUser(roomId: string, userId: string): Promise<{ roomExists: boolean; user: UserRecord | undefined }> {
+    const { user, room } = this.#readAhead;
+    if (user?.id !== userId || room?.id !== roomId) return findRoomAndUser(this.trx, this.orgId, roomId, userId);
+    this.#readAhead = {};
+    return { roomExists: room.exists, user: user.row };
   }
 
   /** The audit events this change has recorded, written with its transaction's last statement: none means it changed nothing. */
@@ -303,7 +338,13 @@ function scimColumns(user: UserWrite) {
  * the transaction has committed or rolled back. `work` must not itself ask for a change of the
  * same organization: it would wait for its own batch.
  */
-export function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: Actor, work: (change: DirectoryChange) => Promise<T>): Promise<T> {
+export function changeDirectory<T>(
+  db: Kysely<Database>,
+  orgId: string,
+  actor: Actor,
+  work: (change: DirectoryChange) => Promise<T>,
+  about?: ChangeAbout,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let writes = organizationWrites.get(db);
     if (writes === undefined) organizationWrites.set(db, (writes = new Map()));
@@ -312,8 +353,24 @@ export function changeDirectory<T>(db: Kysely<Database>, orgId: string, actor: A
       writes.set(orgId, (waiting = []));
       void writeInTurn(db, orgId, writes, waiting);
     }
-    waiting.push({ actor, work: work, resolve: resolve as (value: unknown) => void, reject, alone: false });
+    waiting.push({ actor, work, about, resolve: resolve as (value: unknown) => void, reject, alone: false });
   });
+}
+
+/**
+ * What a change says of itself so that the writer may read for it ahead: it writes no user row
+ * but `userId`'s and creates or deletes no room; its first reads are `readsUser` the user (as
+ * DirectoryChange.findUser) and `readsRoom` that room with it (as findRoomAndUser). The writer
+ * then sends those reads right behind its batch's first statement, the version's bump, for each
+ * change whose every predecessor in the batch says so and none of them writes its user (so the
+ * row read then is the row the change would read in its turn): on PostgreSQL one round trip a
+ * change fewer (pipelined-transactions.ts), in the chain of statements the organization's other
+ * writers wait for.
+ */
+export interface ChangeAbout {
+  userId: string;
+  readsUser: boolean;
+  readsRoom?: string;
 }
 
 /**
@@ -325,6 +382,7 @@ const BATCH_LIMIT = 64;
 interface PendingChange {
   actor: Actor;
   work: (change: DirectoryChange) => Promise<unknown>;
+  about: ChangeAbout | undefined;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   /** Run in a transaction of its own: its batch failed. */
@@ -373,12 +431,26 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
       pipelinedTransaction(() =>
         db.transaction().execute(async (trx) => {
           const at = new Date().toISOString();
-          const version = await bumpDirectoryVersion(trx, orgId, randomUUID());
+          const reads = readsAheadOf(batch);
+          const ahead = usersAndRoomsByIds(
+            trx,
+            orgId,
+            [...new Set(reads.flatMap((read) => read?.userId ?? []))],
+            [...new Set(reads.flatMap((read) => read?.roomId ?? []))],
+          );
+          const sent = [ahead.users, ahead.rooms].filter((read): read is NonNullable<typeof read> => read !== undefined);
+          const version = await withReadsAhead(sent as ReadAhead[], () => bumpDirectoryVersion(trx, orgId, randomUUID()));
           if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
+          const users = ahead.users === undefined ? [] : (await trx.executeQuery(ahead.users)).rows;
+          const rooms = new Set(ahead.rooms === undefined ? [] : (await trx.executeQuery(ahead.rooms)).rows.map((room) => room.id));
           const events: AuditEventRow[] = [];
           const tally: TallyMove[] = [];
           for (const [k, pending] of batch.entries()) {
-            const change = new DirectoryChange(trx, orgId, version, at, pending.actor);
+            const read = reads[k];
+            const change = new DirectoryChange(trx, orgId, version, at, pending.actor, {
+              ...(read?.userId !== undefined ? { user: { id: read.userId, row: users.find((user) => user.id === read.userId) } } : {}),
+              ...(read?.roomId !== undefined ? { room: { id: read.roomId, exists: rooms.has(read.roomId) } } : {}),
+            });
             try {
               results.push(await pending.work(change));
             } catch (error) {
@@ -412,6 +484,19 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
   }
   batch.forEach((pending, index) => pending.resolve(results[index]));
   return undefined;
+}
+
+/** For each change of the batch, what the writer reads for it ahead (see ChangeAbout), if anything. */
+function readsAheadOf(batch: readonly PendingChange[]): ({ userId?: string; roomId?: string } | undefined)[] {
+  const written = new Set<string>();
+  let saidSoFar = true;
+  return batch.map(({ about }) => {
+    saidSoFar &&= about !== undefined;
+    if (!saidSoFar || about === undefined) return undefined;
+    const userId = about.readsUser && !written.has(about.userId) ? about.userId : undefined;
+    written.add(about.userId);
+    return { ...(userId !== undefined ? { userId } : {}), ...(about.readsRoom !== undefined && userId !== undefined ? { roomId: about.readsRoom } : {}) };
+  });
 }
 
 /** A change of a batch failed (`at`: which one; undefined: the batch's last statements): the batch is rolled back. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { isOutcomeUnknown, lastStatement, pipelinedTransaction, pipelineTransactionsOf } from '../../src/db/pipelined-transactions.ts';
+import { isOutcomeUnknown, lastStatement, pipelinedTransaction, pipelineTransactionsOf, withReadsAhead } from '../../src/db/pipelined-transactions.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/databases.ts';
 
 interface Tables {
@@ -190,6 +190,56 @@ describe('pipelined transactions on PostgreSQL', () => {
         'answer commit',
       ]);
       assert.deepEqual(await committed(), [1, 2, 3]);
+    } finally {
+      await recorded.destroy();
+    }
+  });
+
+  it('sends reads ahead right behind a statement, and answers them with that when they come next, else not at all', async () => {
+    const events: string[] = [];
+    const recorded = pipelinedDb((client) => {
+      const inner = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: unknown }).query = (text: unknown, values?: unknown) => {
+        events.push(
+          `send ${typeof text === 'string' ? text.split(' ')[0]! : 'query'}${Array.isArray(values) && values.length > 0 ? ` ${values.join(',')}` : ''}`,
+        );
+        return inner(text, values);
+      };
+    });
+    try {
+      await insert(db, 1);
+      const ids = async (trx: Kysely<Tables>, compiled: ReturnType<typeof idsAbove>) => (await trx.executeQuery(compiled)).rows.map((row) => row.id);
+      const idsAbove = (trx: Kysely<Tables>, id: number) => trx.selectFrom('probe').select('id').where('id', '>', id).orderBy('id').compile();
+      const seen = await pipelinedTransaction(() =>
+        recorded.transaction().execute(async (trx) => {
+          const ahead = [idsAbove(trx, 0), idsAbove(trx, 1)];
+          await withReadsAhead(ahead, () => insert(trx, 2));
+          // Answered by what was sent behind the insert: they saw it, and nothing is sent again.
+          const first = [await ids(trx, ahead[0]!), await ids(trx, ahead[1]!)];
+          const again = [idsAbove(trx, 0), idsAbove(trx, 1)];
+          await withReadsAhead(again, () => insert(trx, 3));
+          // Another statement first: the reads sent ahead are dropped and run again in their turn.
+          await insert(trx, 4);
+          const second = await ids(trx, again[1]!);
+          await lastStatement(() => insert(trx, 5));
+          return { first, second };
+        }),
+      );
+      assert.deepEqual(seen, { first: [[1, 2], [2]], second: [2, 3, 4] });
+      assert.deepEqual(events, [
+        'send begin',
+        'send insert 2,',
+        'send select 0',
+        'send select 1',
+        'send insert 3,',
+        'send select 0',
+        'send select 1',
+        'send insert 4,',
+        'send select 1',
+        'send insert 5,',
+        'send commit',
+      ]);
+      assert.deepEqual(await committed(), [1, 2, 3, 4, 5]);
     } finally {
       await recorded.destroy();
     }

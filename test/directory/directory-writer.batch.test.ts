@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { changeDirectory } from '../../src/directory/directory-writer.ts';
+import { DirectoryService } from '../../src/directory/directory-service.ts';
 import { findRoom, findUser } from '../../src/repositories/directory-repository.ts';
 import { ProblemError } from '../../src/errors.ts';
 import { DIRECTORY } from '../helpers/fixtures.ts';
@@ -110,6 +111,41 @@ describe('directory writer: changes that wait commit together', () => {
     );
   });
 
+  it('reads ahead what the changes of a batch read first, and never a row that a change before it in the batch wrote', async () => {
+    const directory = new DirectoryService(opened.handle.db, 100);
+    await Promise.all([create('r1'), create('r2')]);
+    const v0 = await version();
+    // One batch: the changes that say what they touch are read for with its first statement,
+    // those of a user written before them in the batch, or after a change that says nothing
+    // (here a bare one, as SCIM's group changes are), are read in their turn.
+    const answers = await Promise.allSettled([
+      directory.patchUser('acme', 'r1', { lastname: 'First' }, undefined, CLI),
+      directory.setMember('acme', 'board', 'r1', true, undefined, CLI),
+      directory.patchUser('acme', 'r1', { firstname: 'Third' }, undefined, CLI),
+      directory.patchUser('acme', 'nobody', { firstname: 'Never' }, undefined, CLI),
+      directory.setMember('acme', 'no-room', 'r2', true, undefined, CLI),
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) =>
+        change.updateUser((await findUser(change.trx, 'acme', 'r2'))!, userOf(await findUser(change.trx, 'acme', 'r2'), { lastname: 'Bare' })),
+      ),
+      directory.patchUser('acme', 'r2', { firstname: 'After' }, undefined, CLI),
+    ]);
+    const [first, member, third, nobody, noRoom, bare, after] = answers;
+    assert.equal(first.status, 'fulfilled');
+    assert.equal(member.status, 'fulfilled');
+    assert.ok(third.status === 'fulfilled' && third.value.body.lastname === 'First' && third.value.body.firstname === 'Third', JSON.stringify(third));
+    assert.ok(nobody.status === 'rejected' && (nobody.reason as ProblemError).code === 'user-not-found', String(nobody));
+    assert.ok(noRoom.status === 'rejected' && (noRoom.reason as ProblemError).code === 'room-not-found', String(noRoom));
+    assert.equal(bare.status, 'fulfilled');
+    assert.ok(after.status === 'fulfilled' && after.value.body.lastname === 'Bare' && after.value.body.firstname === 'After', JSON.stringify(after));
+    const r1 = (await findUser(opened.handle.db, 'acme', 'r1'))!;
+    assert.deepEqual([r1.firstname, r1.lastname], ['Third', 'First']);
+    const r2 = (await findUser(opened.handle.db, 'acme', 'r2'))!;
+    assert.deepEqual([r2.firstname, r2.lastname], ['After', 'Bare']);
+    assert.equal((await opened.t.sql(sql`select 1 from room_members where org_id = 'acme' and room_id = 'board' and user_id = 'r1'`)).length, 1);
+    // Each refused change was run again alone, the ones before it together: two versions in all.
+    assert.equal(await version(), v0 + 2);
+  });
+
   it('answers every change of a batch for an unknown organization with 404', async () => {
     const outcomes = await Promise.allSettled([1, 2].map(() => changeDirectory(opened.handle.db, 'nowhere', CLI, async () => 'never')));
     for (const outcome of outcomes) {
@@ -118,3 +154,18 @@ describe('directory writer: changes that wait commit together', () => {
     }
   });
 });
+
+/** The stored user as the writer writes it, with `fields` changed. */
+function userOf(row: Awaited<ReturnType<typeof findUser>>, fields: { lastname: string }) {
+  const user = row!;
+  return {
+    id: user.id,
+    firstname: user.firstname,
+    lastname: fields.lastname,
+    email: user.email,
+    external: user.external === 1,
+    status: user.status as 'active',
+    userName: user.user_name,
+    externalId: user.external_id,
+  };
+}

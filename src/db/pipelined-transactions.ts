@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Writable } from 'node:stream';
 import pg from 'pg';
 
 /**
@@ -90,6 +91,20 @@ type Ended = 'committed' | 'rolled back' | 'unknown';
 /** Makes a pool's new client (in pipeline mode) send the transactions run in `pipelinedTransaction()` as said above. */
 export function pipelineTransactionsOf(client: pg.PoolClient): void {
   const query = client.query.bind(client) as unknown as Query;
+  const stream = (client as unknown as { connection?: { stream?: Partial<Pick<Writable, 'cork' | 'uncork'>> } }).connection?.stream;
+  /**
+   * Runs `send`, which sends several statements, with the socket corked: they go out in one
+   * write (node-postgres corks each statement's messages, not several statements), one system
+   * call and one wake-up of the server process instead of one each.
+   */
+  const together = <T>(send: () => T): T => {
+    stream?.cork?.();
+    try {
+      return send();
+    } finally {
+      stream?.uncork?.();
+    }
+  };
   /** Whether a BEGIN waits to be sent with the next statement. */
   let beginning = false;
   /** Set once the open transaction's COMMIT was sent with its last statement. */
@@ -125,17 +140,16 @@ export function pipelineTransactionsOf(client: pg.PoolClient): void {
     const last = lastScope.getStore() === true;
     const withBegin = beginning;
     beginning = false;
-    const begun = withBegin ? quiet(query('begin', [])) : undefined;
-    const own = quiet(query(text, values));
-    if (!last) {
-      const reads = aheadScope.getStore();
-      if (reads !== undefined && !reads.sent) {
-        reads.sent = true;
-        sentAhead = reads.reads.map((read) => ({ text: read.sql, values: read.parameters, answer: quiet(query(read.sql, [...read.parameters])) }));
-      }
-      return begun === undefined ? own : begun.then(() => own);
-    }
-    const commit = quiet(query('commit', []));
+    const reads = last ? undefined : aheadScope.getStore();
+    const sendAhead = reads !== undefined && !reads.sent;
+    if (sendAhead) reads.sent = true;
+    // In this order on the wire: BEGIN, the statement, then its COMMIT or the reads sent ahead of their turn.
+    const [begun, own, commit] = together(() => {
+      const sent = [withBegin ? quiet(query('begin', [])) : undefined, quiet(query(text, values)), last ? quiet(query('commit', [])) : undefined] as const;
+      if (sendAhead) sentAhead = reads.reads.map((read) => ({ text: read.sql, values: read.parameters, answer: quiet(query(read.sql, [...read.parameters])) }));
+      return sent;
+    });
+    if (commit === undefined) return begun === undefined ? own : begun.then(() => own);
     ended = 'unknown';
     return (async () => {
       const [began, ran, done] = await Promise.allSettled([begun, own, commit]);

@@ -245,6 +245,41 @@ describe('pipelined transactions on PostgreSQL', () => {
     }
   });
 
+  it('writes the statements it sends together to the socket at once', async () => {
+    /** The socket's writes (each one system call), counted from when a transaction starts. */
+    let writes = 0;
+    const counted = pipelinedDb((client) => {
+      const stream = (client as unknown as { connection: { stream: { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void } } })
+        .connection.stream;
+      const [write, writev] = [stream._write.bind(stream), stream._writev.bind(stream)];
+      stream._write = (...args) => {
+        writes += 1;
+        write(...args);
+      };
+      stream._writev = (...args) => {
+        writes += 1;
+        writev(...args);
+      };
+    });
+    try {
+      await sql`select 1`.execute(counted);
+      writes = 0;
+      await pipelinedTransaction(() =>
+        counted.transaction().execute(async (trx) => {
+          await withReadsAhead([trx.selectFrom('probe').select('id').compile()], () => insert(trx, 1));
+          await trx.executeQuery(trx.selectFrom('probe').select('id').compile());
+          await insert(trx, 2);
+          await lastStatement(() => insert(trx, 3));
+        }),
+      );
+      // BEGIN, the first insert and the read ahead; the second insert; the third and the COMMIT.
+      assert.equal(writes, 3);
+      assert.deepEqual(await committed(), [1, 2, 3]);
+    } finally {
+      await counted.destroy();
+    }
+  });
+
   it('says the outcome is unknown when the connection is lost while the COMMIT is on its way', async () => {
     const doomed = pipelinedDb((client) => client.on('error', () => undefined));
     try {

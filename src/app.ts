@@ -10,7 +10,7 @@ import { ScimUsers } from './scim/scim-users.ts';
 import { CONSOLE_PREFIX, consoleRoutes } from './http/console-routes.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { API_PREFIX, DOCS_PREFIX, registerOpenApi, registerOpenApiRoutes } from './http/openapi.ts';
-import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, watchAllowedMethods } from './http/problem-handlers.ts';
+import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, refusePathsNamingNothing, watchAllowedMethods } from './http/problem-handlers.ts';
 import { compileTextParameters } from './http/query-validator.ts';
 import { installRequestDeadlines, serverTimeoutOptions } from './http/request-deadlines.ts';
 import { AnswerReplay, replayingServer } from './http/answer-replay.ts';
@@ -107,6 +107,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // Bodies are JSON only: without Fastify's text/plain parser, other types answer 415.
   app.removeContentTypeParser('text/plain');
   installProblemHandlers(app);
+  refusePathsNamingNothing(app);
   installRequestDeadlines(app, config.timeouts);
   const addMethodNotAllowed = watchAllowedMethods(app, [DOCS_PREFIX, SCIM_PREFIX, CONSOLE_PREFIX]);
   await registerOpenApi(app, VERSION, config.publicBaseUrl);

@@ -112,7 +112,10 @@ export function pipelineTransactionsOf(client: pg.PoolClient): void {
   /** Reads sent ahead that the next statements may take the answers of, in order. */
   let sentAhead: { text: string; values: readonly unknown[]; answer: Promise<unknown> }[] = [];
   const pipelined = (text: unknown, values?: unknown, ...rest: unknown[]): unknown => {
-    if (transactionScope.getStore() !== true || rest.length > 0 || typeof values === 'function') return query(text, values, ...rest);
+    if (transactionScope.getStore() !== true || rest.length > 0 || typeof values === 'function') {
+      sentAhead = [];
+      return query(text, values, ...rest);
+    }
     const ahead = sentAhead.shift();
     if (ahead !== undefined && ahead.text === text && sameValues(ahead.values, values)) return ahead.answer;
     sentAhead = [];

@@ -4,6 +4,7 @@ import type { Database, RoomTable, UserTable } from '../db/tables.ts';
 import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
+import { dialectOf } from '../db/dialect.ts';
 import { isOutcomeUnknown, pipelinedTransaction, withReadsAhead, type ReadAhead } from '../db/pipelined-transactions.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
@@ -363,9 +364,9 @@ export function changeDirectory<T>(
  * DirectoryChange.findUser) and `readsRoom` that room with it (as findRoomAndUser). The writer
  * then sends those reads right behind its batch's first statement, the version's bump, for each
  * change whose every predecessor in the batch says so and none of them writes its user (so the
- * row read then is the row the change would read in its turn): on PostgreSQL one round trip a
- * change fewer (pipelined-transactions.ts), in the chain of statements the organization's other
- * writers wait for.
+ * row read then is the row the change would read in its turn): one round trip a change fewer
+ * (pipelined-transactions.ts), in the chain of statements the organization's other writers wait
+ * for. On PostgreSQL only: on SQLite a read costs no round trip.
  */
 export interface ChangeAbout {
   userId: string;
@@ -431,7 +432,8 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
       pipelinedTransaction(() =>
         db.transaction().execute(async (trx) => {
           const at = new Date().toISOString();
-          const reads = readsAheadOf(batch);
+          // Only where a read costs a round trip: on SQLite a change's own read is as cheap.
+          const reads = dialectOf(trx) === 'postgres' ? readsAheadOf(batch) : [];
           const ahead = usersAndRoomsByIds(
             trx,
             orgId,
@@ -441,8 +443,16 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
           const sent = [ahead.users, ahead.rooms].filter((read): read is NonNullable<typeof read> => read !== undefined);
           const version = await withReadsAhead(sent as ReadAhead[], () => bumpDirectoryVersion(trx, orgId, randomUUID()));
           if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
-          const users = ahead.users === undefined ? [] : (await trx.executeQuery(ahead.users)).rows;
-          const rooms = new Set(ahead.rooms === undefined ? [] : (await trx.executeQuery(ahead.rooms)).rows.map((room) => room.id));
+          // A read ahead that fails (an id the database refuses, a plan gone stale) fails its batch
+          // as its change's own read would have failed that change: run again, each change alone.
+          let users: UserRecord[] = [];
+          let rooms = new Set<string>();
+          try {
+            if (ahead.users !== undefined) users = (await trx.executeQuery(ahead.users)).rows;
+            if (ahead.rooms !== undefined) rooms = new Set((await trx.executeQuery(ahead.rooms)).rows.map((room) => room.id));
+          } catch (error) {
+            throw batch.length > 1 ? new BatchFailed(undefined) : error;
+          }
           const events: AuditEventRow[] = [];
           const tally: TallyMove[] = [];
           for (const [k, pending] of batch.entries()) {

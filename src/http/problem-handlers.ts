@@ -120,6 +120,38 @@ export function installProblemHandlers(app: FastifyInstance): void {
   });
 }
 
+/** The problem of an id no resource has, by the path parameter that holds it. */
+const UNKNOWN_BY_PARAMETER: Readonly<Record<string, ProblemCode>> = {
+  organizationId: 'organization-not-found',
+  signingRoomId: 'room-not-found',
+  roomId: 'room-not-found',
+  groupId: 'room-not-found',
+  userId: 'user-not-found',
+  documentId: 'document-not-found',
+};
+
+/**
+ * Answers a path parameter holding a NUL character as the unknown id it is (404), before any
+ * handler reads it: no id can hold one, and PostgreSQL refuses it in any text it is sent (a 500
+ * before). Each route's last preHandler, so authentication (403) and the route's checks of its
+ * parameters (400) come first, as for any unknown id. Call before any route is added.
+ */
+export function refusePathsNamingNothing(app: FastifyInstance): void {
+  const refuse = async (request: FastifyRequest): Promise<void> => {
+    for (const [name, value] of Object.entries((request.params ?? {}) as Record<string, unknown>)) {
+      if (typeof value === 'string' && value.includes('\0'))
+        throw new ProblemError(
+          UNKNOWN_BY_PARAMETER[name] ?? 'route-not-found',
+          `No resource has the ${name} ${JSON.stringify(value)}: no id holds a NUL character.`,
+        );
+    }
+  };
+  app.addHook('onRoute', (route) => {
+    if (!route.url.includes('/:')) return;
+    route.preHandler = [...[route.preHandler ?? []].flat(), refuse];
+  });
+}
+
 /** The methods a known path answers 405 for when it has no route of them (TRACE too: never echoed, as RFC 9110 9.3.8 allows). */
 export const METHODS_ANSWERED_WITH_405 = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
 

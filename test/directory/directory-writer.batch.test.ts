@@ -146,6 +146,22 @@ describe('directory writer: changes that wait commit together', () => {
     assert.equal(await version(), v0 + 2);
   });
 
+  it('fails only the change whose read ahead the database refuses: the others of its batch are run again and kept', async () => {
+    const directory = new DirectoryService(opened.handle.db, 100);
+    await Promise.all([create('f1'), create('f2')]);
+    // A NUL, which PostgreSQL refuses in any text (the HTTP routes answer such an id 404 before this).
+    const [first, refused, second] = await Promise.allSettled([
+      directory.patchUser('acme', 'f1', { lastname: 'Kept' }, undefined, CLI),
+      directory.patchUser('acme', 'f\0', { lastname: 'Never' }, undefined, CLI),
+      directory.setMember('acme', 'board', 'f2', true, undefined, CLI),
+    ]);
+    assert.equal(first.status, 'fulfilled', String(first.status === 'rejected' ? first.reason : ''));
+    assert.equal(second.status, 'fulfilled', String(second.status === 'rejected' ? second.reason : ''));
+    assert.equal(refused.status, 'rejected');
+    assert.equal((await findUser(opened.handle.db, 'acme', 'f1'))?.lastname, 'Kept');
+    assert.equal((await opened.t.sql(sql`select 1 from room_members where org_id = 'acme' and room_id = 'board' and user_id = 'f2'`)).length, 1);
+  });
+
   it('answers every change of a batch for an unknown organization with 404', async () => {
     const outcomes = await Promise.allSettled([1, 2].map(() => changeDirectory(opened.handle.db, 'nowhere', CLI, async () => 'never')));
     for (const outcome of outcomes) {

@@ -179,7 +179,14 @@ describe('directory API: bad input gets a clear answer and changes nothing', () 
     for (const method of ['PUT', 'PATCH'] as const) {
       await refused(method, `${API}/acme/users/${'x'.repeat(65)}`, JSON.stringify({ email: 'x@acme.example' }), 404, 'user-not-found');
       await refused(method, `${API}/acme/users/a%20b`, JSON.stringify({ email: 'x@acme.example' }), 404, 'user-not-found');
+      // A NUL, which PostgreSQL refuses in any text.
+      await refused(method, `${API}/acme/users/a%00b`, JSON.stringify({ email: 'x@acme.example' }), 404, 'user-not-found');
     }
+    await refused('DELETE', `${API}/acme/users/a%00b`, undefined, 404, 'user-not-found');
+    await refused('GET', `${API}/acme/users/a%00b`, undefined, 404, 'user-not-found');
+    await refused('PUT', `${API}/acme/rooms/board/members/a%00b`, undefined, 404, 'user-not-found');
+    await refused('PUT', `${API}/acme/rooms/b%00rd/members/u1`, undefined, 404, 'room-not-found');
+    await refused('GET', `${API}/acme/rooms/b%00rd`, undefined, 404, 'room-not-found');
   });
 
   it('answers a malformed If-Match with 400 before looking for the resource', async () => {

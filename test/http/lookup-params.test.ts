@@ -160,6 +160,8 @@ describe('lookup parameters and scoping', () => {
     for (const [org, room] of [
       ['acme', 'nope'],
       ['acme', 'lobby'],
+      // A NUL, which no id holds and PostgreSQL refuses in any text.
+      ['acme', 'bo%00rd'],
     ]) {
       const root = await t.app.inject({ url: LOOKUP(org!, room!), headers: { authorization: basic('root', 'root-password') } });
       assert.equal(root.statusCode, 404);
@@ -168,9 +170,11 @@ describe('lookup parameters and scoping', () => {
   });
 
   it('answers 404 for an unknown organization to an all-organizations credential', async () => {
-    const response = await t.app.inject({ url: LOOKUP('ghost', 'board'), headers: { authorization: basic('root', 'root-password') } });
-    assert.equal(response.statusCode, 404);
-    assert.equal(response.json().code, 'organization-not-found');
+    for (const org of ['ghost', 'ac%00me']) {
+      const response = await t.app.inject({ url: LOOKUP(org, 'board'), headers: { authorization: basic('root', 'root-password') } });
+      assert.equal(response.statusCode, 404);
+      assert.equal(response.json().code, 'organization-not-found');
+    }
   });
 
   it('checks 403 before 400 before 404', async () => {

@@ -710,6 +710,24 @@ describe('SCIM /Users', () => {
     ]) {
       assertScimError(await call('GET', `${SCIM}/Users?filter=${encodeURIComponent(filter)}`), 400, 'invalidFilter');
     }
+    // An id no resource has: with a NUL, which PostgreSQL refuses in any text.
+    for (const method of ['GET', 'PUT', 'PATCH', 'DELETE'] as const) {
+      const body =
+        method === 'PUT'
+          ? { schemas: [USER], userName: 'nul@acme.example' }
+          : method === 'PATCH'
+            ? { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] }
+            : undefined;
+      assertScimError(await call(method, `${SCIM}/Users/u%001`, body), 404);
+      assertScimError(
+        await call(
+          method,
+          `${SCIM}/Groups/bo%00rd`,
+          method === 'PUT' ? { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Board' } : body,
+        ),
+        404,
+      );
+    }
     // Uniqueness, ignoring case: a userName taken, an email taken.
     assertScimError(await call('POST', `${SCIM}/Users`, { schemas: [USER], userName: 'ANNA@acme.example' }), 409, 'uniqueness');
     assertScimError(

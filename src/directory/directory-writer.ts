@@ -83,14 +83,34 @@ export class DirectoryChange {
   readonly #events: AuditEventRow[] = [];
   readonly #organizationTally: TallyMove[] = [];
   #readAhead: ReadForChange;
+  /** What the change said it touches (ChangeAbout), held to by its writes. */
+  readonly #about: ChangeAbout | undefined;
 
-  constructor(trx: Transaction<Database>, orgId: string, version: number, at: string, actor: Actor, readAhead: ReadForChange = {}) {
+  constructor(
+    trx: Transaction<Database>,
+    orgId: string,
+    version: number,
+    at: string,
+    actor: Actor,
+    readAhead: ReadForChange = {},
+    about: ChangeAbout | undefined = undefined,
+  ) {
     this.trx = trx;
     this.orgId = orgId;
     this.version = version;
     this.at = at;
     this.#actor = actor;
     this.#readAhead = readAhead;
+    this.#about = about;
+  }
+
+  /** Refuses a write outside what the change said it touches: a later change of its batch may have read ahead what it would change. */
+  #holdsTo(write: { userId: string } | 'rooms'): void {
+    const about = this.#about;
+    if (about === undefined || (write !== 'rooms' && write.userId === about.userId)) return;
+    throw new Error(
+      `a change said it writes user "${about.userId}" only, and no room's existence; it tried to write ${write === 'rooms' ? 'a room' : `user "${write.userId}"`}`,
+    );
   }
 
   /** The user with this id (not deleted), or undefined: as the writer read it ahead for this change (see ChangeAbout), else read now. */
@@ -143,6 +163,7 @@ export class DirectoryChange {
 
   /** Creates a user (409 `user-exists` when the id is taken); a deleted user's id is taken again, as a new user. */
   async createUser(user: UserWrite): Promise<UserRecord> {
+    this.#holdsTo({ userId: user.id });
     const row = { ...userRow(this.orgId, user, this.version, this.at), ...scimColumns(user) };
     // Most creates take an id, email and userName nobody holds: inserted at once, the unique
     // indexes of the three (the rules of #assertUnique) the check, one statement instead of two.
@@ -178,6 +199,7 @@ export class DirectoryChange {
 
   /** Replaces a stored user's fields; `changed_in` moves only if what a lookup shows or tests of it changed. */
   async updateUser(existing: UserRecord, user: UserWrite, details: object = {}): Promise<UserRecord> {
+    this.#holdsTo({ userId: existing.id });
     // Unchanged keys (ignoring case) were unique before and stay so.
     const keysChanged =
       user.email.toLowerCase() !== existing.email_lower || (user.userName ?? user.email).toLowerCase() !== (existing.user_name_lower ?? existing.email_lower);
@@ -213,6 +235,7 @@ export class DirectoryChange {
    * (in-memory search indexes pass over it as a change; its id may be taken again).
    */
   async deleteUser(existing: UserRecord): Promise<void> {
+    this.#holdsTo({ userId: existing.id });
     await moveInTallies(this.trx, this.orgId, existing.id, kindOf(existing), undefined);
     const rooms = await this.trx.selectFrom('room_members').select('room_id').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
     await this.trx.deleteFrom('room_members').where('org_id', '=', this.orgId).where('user_id', '=', existing.id).execute();
@@ -254,6 +277,7 @@ export class DirectoryChange {
 
   /** Creates a room (409 `room-exists` when the id is taken). */
   async createRoom(room: { id: string; name: string; externalId?: string | null }): Promise<void> {
+    this.#holdsTo('rooms');
     const taken = await this.trx.selectFrom('rooms').select('id').where('org_id', '=', this.orgId).where('id', '=', room.id).executeTakeFirst();
     if (taken !== undefined) throw new ProblemError('room-exists', `A signing room with id "${room.id}" already exists in organization "${this.orgId}".`);
     const row: RoomTable = {
@@ -282,6 +306,7 @@ export class DirectoryChange {
 
   /** Deletes a room and its member list; 409 `room-has-documents` while it holds documents. */
   async deleteRoom(roomId: string): Promise<void> {
+    this.#holdsTo('rooms');
     // An upload committing meanwhile would otherwise slip its document past the check.
     await lockRoom(this.trx, this.orgId, roomId);
     if (await roomHasDocuments(this.trx, this.orgId, roomId)) {
@@ -296,6 +321,7 @@ export class DirectoryChange {
 
   /** Adds a user to a room; false (and nothing recorded) when it is a member already. */
   async addMember(roomId: string, user: UserRecord): Promise<boolean> {
+    this.#holdsTo({ userId: user.id });
     if (!(await changeMembership(this.trx, this.#membership(roomId, user), true))) return false;
     this.audit('room.member.added', { type: 'room', id: roomId }, { userId: user.id });
     return true;
@@ -303,6 +329,7 @@ export class DirectoryChange {
 
   /** Removes a user from a room; false (and nothing recorded) when it is not a member. */
   async removeMember(roomId: string, user: UserRecord): Promise<boolean> {
+    this.#holdsTo({ userId: user.id });
     if (!(await changeMembership(this.trx, this.#membership(roomId, user), false))) return false;
     this.audit('room.member.removed', { type: 'room', id: roomId }, { userId: user.id });
     return true;
@@ -457,10 +484,18 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
           const tally: TallyMove[] = [];
           for (const [k, pending] of batch.entries()) {
             const read = reads[k];
-            const change = new DirectoryChange(trx, orgId, version, at, pending.actor, {
-              ...(read?.userId !== undefined ? { user: { id: read.userId, row: users.find((user) => user.id === read.userId) } } : {}),
-              ...(read?.roomId !== undefined ? { room: { id: read.roomId, exists: rooms.has(read.roomId) } } : {}),
-            });
+            const change = new DirectoryChange(
+              trx,
+              orgId,
+              version,
+              at,
+              pending.actor,
+              {
+                ...(read?.userId !== undefined ? { user: { id: read.userId, row: users.find((user) => user.id === read.userId) } } : {}),
+                ...(read?.roomId !== undefined ? { room: { id: read.roomId, exists: rooms.has(read.roomId) } } : {}),
+              },
+              pending.about,
+            );
             try {
               results.push(await pending.work(change));
             } catch (error) {

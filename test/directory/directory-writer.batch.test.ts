@@ -146,6 +146,27 @@ describe('directory writer: changes that wait commit together', () => {
     assert.equal(await version(), v0 + 2);
   });
 
+  it('refuses a write outside what the change said it touches, writing nothing', async () => {
+    await create('g1');
+    const v0 = await version();
+    const outcomes = await Promise.allSettled([
+      changeDirectory(
+        opened.handle.db,
+        'acme',
+        CLI,
+        async (change) =>
+          change.updateUser((await findUser(change.trx, 'acme', 'u1'))!, userOf(await findUser(change.trx, 'acme', 'u1'), { lastname: 'Other' })),
+        { userId: 'g1', readsUser: false },
+      ),
+      changeDirectory(opened.handle.db, 'acme', CLI, async (change) => change.createRoom({ id: 'said-not', name: 'No' }), { userId: 'g1', readsUser: false }),
+    ]);
+    for (const outcome of outcomes)
+      assert.ok(outcome.status === 'rejected' && /said it writes user "g1" only/.test(String(outcome.reason)), String(outcome.status));
+    assert.equal((await findUser(opened.handle.db, 'acme', 'u1'))?.lastname, 'Müller');
+    assert.equal(await findRoom(opened.handle.db, 'acme', 'said-not'), undefined);
+    assert.equal(await version(), v0);
+  });
+
   it('fails only the change whose read ahead the database refuses: the others of its batch are run again and kept', async () => {
     const directory = new DirectoryService(opened.handle.db, 100);
     await Promise.all([create('f1'), create('f2')]);

@@ -29,6 +29,13 @@ export function containsAllTerms(dialect: DialectName, column: Expression<string
   return [...direct, missing];
 }
 
+/** True when `column` is one of `ids`: one bound parameter and one statement text whatever their number. */
+export function isAmong(dialect: DialectName, column: Expression<string>, ids: readonly string[]): RawBuilder<SqlBool> {
+  return dialect === 'postgres'
+    ? sql<SqlBool>`${column} = any(${[...ids]}::text[])`
+    : sql<SqlBool>`${column} in (select value from json_each(${JSON.stringify(ids)}))`;
+}
+
 /**
  * Runs `work` inside the current transaction with PostgreSQL's parallel query
  * made cheap to the planner, then restores the server's settings. For the

@@ -1,6 +1,6 @@
 import { chunks } from '../db/chunks.ts';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { containsAllTerms } from '../db/dialect-sql.ts';
+import { containsAllTerms, isAmong } from '../db/dialect-sql.ts';
 import { compiledOnce } from '../db/compiled-once.ts';
 import { dialectOf } from '../db/dialect.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
@@ -185,21 +185,30 @@ export async function findRoomAndUser(
 /**
  * The users of these ids (not deleted, as findUser) and the rooms of these ids that exist, as two
  * compiled statements, for the directory writer to send ahead of its changes' turns
- * (pipelined-transactions.ts); on PostgreSQL one text whatever the number of ids (`= any`).
+ * (pipelined-transactions.ts); one text whatever the number of ids.
  */
 export function usersAndRoomsByIds(db: Kysely<Database>, orgId: string, userIds: readonly string[], roomIds: readonly string[]) {
-  const postgres = dialectOf(db) === 'postgres';
-  const users = db.selectFrom('users').selectAll().where('org_id', '=', orgId).where('status', '<>', 'deleted');
-  const rooms = db.selectFrom('rooms').select('id').where('org_id', '=', orgId);
+  const dialect = dialectOf(db);
   return {
     users:
       userIds.length === 0
         ? undefined
-        : (postgres ? users.where('id', '=', sql<string>`any(${[...userIds]})`) : users.where('id', 'in', [...userIds])).compile(),
+        : db
+            .selectFrom('users')
+            .selectAll()
+            .where('org_id', '=', orgId)
+            .where(isAmong(dialect, sql.ref('id'), userIds))
+            .where('status', '<>', 'deleted')
+            .compile(),
     rooms:
       roomIds.length === 0
         ? undefined
-        : (postgres ? rooms.where('id', '=', sql<string>`any(${[...roomIds]})`) : rooms.where('id', 'in', [...roomIds])).compile(),
+        : db
+            .selectFrom('rooms')
+            .select('id')
+            .where('org_id', '=', orgId)
+            .where(isAmong(dialect, sql.ref('id'), roomIds))
+            .compile(),
   };
 }
 

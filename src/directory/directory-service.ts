@@ -381,6 +381,8 @@ export class DirectoryService {
     if (problems.problems.length > 0) throw invalid(problems.problems);
     const normalized = { ...query, since, until };
     const effective = effectivePageSize(size, this.#maxPageSize);
+    // No actor holds a NUL (PostgreSQL refuses one in any text it is sent).
+    if (normalized.actor?.includes('\0') === true) return pageFor([], { page, size: effective }, 0);
     const { total, rows } = await findAuditEvents(this.#db, normalized, page * effective, effective);
     return pageFor(rows.map(toAuditEvent), { page, size: effective }, total);
   }

@@ -274,7 +274,7 @@ export class DirectoryService {
       orgId,
       actor,
       async (change) => {
-        const existing = await this.#existingUserOf(change, userId);
+        const existing = await this.#existingUser(change.trx, orgId, userId, change.findUser(userId));
         const current = tagged(toUser(existing));
         assertPrecondition(ifMatch, current);
         const user = userWrite(next(current.body), userId);
@@ -295,7 +295,7 @@ export class DirectoryService {
       orgId,
       actor,
       async (change) => {
-        const existing = await this.#existingUserOf(change, userId);
+        const existing = await this.#existingUser(change.trx, orgId, userId, change.findUser(userId));
         assertPrecondition(ifMatch, tagged(toUser(existing)));
         await change.deleteUser(existing);
       },
@@ -387,19 +387,17 @@ export class DirectoryService {
     return pageFor(rows.map(toAuditEvent), { page, size: effective }, total);
   }
 
-  async #existingUser(db: Kysely<Database>, orgId: string, userId: string): Promise<UserRecord> {
-    const row = await findUser(db, orgId, userId);
+  /** The user, or 404 for it or its organization; `found`: the user as read already (in a change, maybe ahead: ChangeAbout). */
+  async #existingUser(
+    db: Kysely<Database>,
+    orgId: string,
+    userId: string,
+    found: Promise<UserRecord | undefined> = findUser(db, orgId, userId),
+  ): Promise<UserRecord> {
+    const row = await found;
     if (row !== undefined) return row;
     await this.#assertScope(orgId, undefined, db);
     throw userNotFound(orgId, userId);
-  }
-
-  /** #existingUser in a change, as the writer may have read it ahead (ChangeAbout). */
-  async #existingUserOf(change: DirectoryChange, userId: string): Promise<UserRecord> {
-    const row = await change.findUser(userId);
-    if (row !== undefined) return row;
-    await this.#assertScope(change.orgId, undefined, change.trx);
-    throw userNotFound(change.orgId, userId);
   }
 
   async #existingRoom(db: Kysely<Database>, orgId: string, roomId: string): Promise<RoomRecord> {

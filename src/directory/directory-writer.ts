@@ -5,7 +5,7 @@ import { isCandidateStatus } from '../domain/signatory-rules.ts';
 import { ProblemError } from '../errors.ts';
 import { preparedStatements } from '../db/prepared-statements.ts';
 import { dialectOf } from '../db/dialect.ts';
-import { isOutcomeUnknown, pipelinedTransaction, withReadsAhead, type ReadAhead } from '../db/pipelined-transactions.ts';
+import { isOutcomeUnknown, pipelinedTransaction, withReadsAhead } from '../db/pipelined-transactions.ts';
 import { insertAuditEvents, type AuditEventRow } from '../repositories/audit-repository.ts';
 import { auditEvent, type Actor, type AuditAction } from './audit.ts';
 import {
@@ -468,7 +468,7 @@ async function commitBatch(db: Kysely<Database>, orgId: string, batch: readonly 
             [...new Set(reads.flatMap((read) => read?.roomId ?? []))],
           );
           const sent = [ahead.users, ahead.rooms].filter((read): read is NonNullable<typeof read> => read !== undefined);
-          const version = await withReadsAhead(sent as ReadAhead[], () => bumpDirectoryVersion(trx, orgId, randomUUID()));
+          const version = await withReadsAhead(sent, () => bumpDirectoryVersion(trx, orgId, randomUUID()));
           if (version === undefined) throw new ProblemError('organization-not-found', `Organization "${orgId}" does not exist.`);
           // A read ahead that fails (an id the database refuses, a plan gone stale) fails its batch
           // as its change's own read would have failed that change: run again, each change alone.
